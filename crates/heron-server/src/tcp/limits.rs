@@ -43,8 +43,11 @@ pub(super) const RELEASE_CHECK_EVERY: Duration = Duration::from_secs(1);
 /// An admitted connection; dropping it frees its slot.
 pub struct Slot {
     pub(super) limiter: Arc<ConnectionLimiter>,
-    /// The client's network, as counted.
-    pub(super) client: IpAddr,
+    /// The client's network, as counted; None for an address the
+    /// per-client limit does not apply to, which is not counted in its
+    /// network's tally either (black-box finding AZ-5: a secondary's
+    /// transfer connections shut its neighbours out).
+    pub(super) client: Option<IpAddr>,
 }
 
 impl ConnectionLimiter {
@@ -75,16 +78,18 @@ impl ConnectionLimiter {
         // The client's own limit first: a loop makes room at the total
         // limit by closing an idle connection, never for a client that
         // would be refused anyway.
+        let exempt = self.unlimited.load().iter().any(|p| p.contains(ip));
         let per_client = open.per_client.get(&client).copied().unwrap_or(0);
-        if per_client >= self.limits.max_connections_per_client
-            && !self.unlimited.load().iter().any(|p| p.contains(ip))
-        {
+        if per_client >= self.limits.max_connections_per_client && !exempt {
             return Err(Limit::PerClient);
         }
         if open.total >= self.limits.max_connections {
             return Err(Limit::Total);
         }
-        *open.per_client.entry(client).or_insert(0) += 1;
+        let client = (!exempt).then_some(client);
+        if let Some(client) = client {
+            *open.per_client.entry(client).or_insert(0) += 1;
+        }
         open.total += 1;
         open.peak = open.peak.max(open.total);
         Ok(Slot {
@@ -136,10 +141,13 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut open = self.limiter.open.lock().unwrap();
         open.total -= 1;
-        if let Some(n) = open.per_client.get_mut(&self.client) {
+        let Some(client) = self.client else {
+            return;
+        };
+        if let Some(n) = open.per_client.get_mut(&client) {
             *n -= 1;
             if *n == 0 {
-                open.per_client.remove(&self.client);
+                open.per_client.remove(&client);
             }
         }
     }

@@ -376,6 +376,31 @@ fn secondaries_set_anew_are_exempt_from_then_on() {
     assert!(limiter.admit(new).is_some(), "exempt now");
 }
 
+/// An exempt secondary's connections are not counted in its network's
+/// tally: its neighbours keep their own (black-box finding AZ-5: a
+/// secondary holding connections shut its /24 out).
+#[test]
+fn an_exempt_address_takes_nothing_of_its_networks_quota() {
+    let limits = TcpLimits {
+        max_connections_per_client: 2,
+        ipv4_client_prefix: 24,
+        ..TcpLimits::default()
+    };
+    let limiter = ConnectionLimiter::new(limits, vec!["192.0.2.9".parse().unwrap()]);
+    let (secondary, neighbour): (IpAddr, IpAddr) =
+        ("192.0.2.9".parse().unwrap(), "192.0.2.10".parse().unwrap());
+    let held: Vec<Slot> = (0..5).map(|_| limiter.admit(secondary).unwrap()).collect();
+    let neighbours = (
+        limiter.admit(neighbour).unwrap(),
+        limiter.admit(neighbour).unwrap(),
+    );
+    assert!(limiter.admit(neighbour).is_none(), "the network's own two");
+    drop(held);
+    drop(neighbours);
+    assert_eq!(limiter.open_connections(), 0);
+    assert!(limiter.admit(neighbour).is_some());
+}
+
 /// A write waits for the client `limit` from its last read, not in all:
 /// a reader that takes 64 KB every 100 ms gets a megabyte though that
 /// lasts many times the limit.
