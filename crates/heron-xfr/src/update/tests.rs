@@ -635,7 +635,10 @@ fn a_second_dname_replaces_the_first() {
             .add("dn.u.test", RType::DNAME, &net)
             .add("dn.u.test", RType::DNAME, &com);
     let (z, _) = after(&twice);
-    assert_eq!(rdatas(&z, "dn.u.test", RType::DNAME), std::slice::from_ref(&com));
+    assert_eq!(
+        rdatas(&z, "dn.u.test", RType::DNAME),
+        std::slice::from_ref(&com)
+    );
     let again = Builder::new().add("dn.u.test", RType::DNAME, &net);
     let Ok(Applied::Changed(z, _)) = run_with(&z, &again, &everyone()) else {
         panic!("a new DNAME taken");
