@@ -846,12 +846,15 @@ impl Processor {
             }
         }
         let step = self.cookie_step(req, q, out);
-        let outcome = if step == Step::Answered {
+        let mut outcome = if step == Step::Answered {
             options::append_to_error(self, req, q, out);
             Outcome::Response
         } else {
             self.act(&catalog, &d, admission, out, events)
         };
+        if let (Outcome::Update(request), Step::Answer(cookie)) = (&mut outcome, step) {
+            request.set_cookie(cookie);
+        }
         if let Outcome::Response = outcome {
             if let Step::Answer(cookie) = step {
                 cookie.append(out);
@@ -895,6 +898,23 @@ impl Processor {
         options::append_to_error(self, req, q, out);
         options::pad(req, q, 0, out);
         Outcome::Response
+    }
+
+    /// The EDNS options an UPDATE's answer is to carry (its cookie is
+    /// added once the cookie layer's step is known).
+    fn update_options(&self, d: &Deferred) -> update::AnswerOptions {
+        let Some(edns) = d.q.edns else {
+            return update::AnswerOptions::default();
+        };
+        let stream = d.req.transport != Transport::Udp;
+        update::AnswerOptions {
+            cookie: None,
+            nsid: (self.nsid.as_deref())
+                .filter(|_| edns.options.nsid)
+                .map(<[u8]>::to_vec),
+            keepalive: (edns.options.tcp_keepalive && stream).then_some(self.tcp_keepalive),
+            pad: d.req.transport == Transport::Tls && edns.options.padding,
+        }
     }
 
     /// The answer, transfer or NOTIFY layer, as `acl` admitted.
@@ -941,10 +961,12 @@ impl Processor {
                 return Outcome::Response;
             }
             Admission::Update(origin) => {
-                return update::hand_off(d, origin, false, self.tap.clone(), self.kept_answer(d));
+                let kept = (self.tap.clone(), self.kept_answer(d));
+                return update::hand_off(d, origin, false, kept, self.update_options(d));
             }
             Admission::Forward(origin) => {
-                return update::hand_off(d, origin, true, self.tap.clone(), self.kept_answer(d));
+                let kept = (self.tap.clone(), self.kept_answer(d));
+                return update::hand_off(d, origin, true, kept, self.update_options(d));
             }
         };
         result.unwrap_or_else(|refusal| {

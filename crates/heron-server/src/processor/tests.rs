@@ -1420,6 +1420,38 @@ fn a_signed_update_for_a_zone_that_takes_updates_goes_to_the_update_task() {
     }
 }
 
+/// The update task's answer carries the options the request asked for,
+/// as every other answer: a server cookie, the NSID, over TCP the idle
+/// timeout, over TLS padding (black-box finding BA-7: none of them).
+#[test]
+fn an_update_answer_carries_its_options_and_fits_the_client() {
+    let settings = heron_proto::cookie::CookieSettings::default();
+    let cookies = cookies::Cookies::new(&settings, [9; 16], NOW, 1232);
+    let p = update_processor()
+        .with_cookies(cookies)
+        .with_nsid(b"ns7".to_vec());
+    let asked = [
+        (10, &[7u8; 8][..]),
+        (3, &b""[..]),
+        (11, &b""[..]),
+        (12, &b""[..]),
+    ];
+    let update = with_opt(query("p.test", RType::SOA, Opcode::UPDATE), &asked);
+    let (bytes, _) = signed_at(update, &key(), NOW);
+    let (outcome, _, _) = process(&p, &bytes, "192.0.2.9", Transport::Tls);
+    let Outcome::Update(request) = outcome else {
+        panic!("{outcome:?}");
+    };
+    let answer = request.response(Rcode::NOERROR, NOW);
+    assert_eq!(answer.len() % options::RESPONSE_PADDING_BLOCK, 0, "padded");
+    let mut unsigned = answer.clone();
+    let record = heron_proto::tsig::find(&answer).unwrap().expect("signed");
+    unsigned.truncate(record.start);
+    unsigned[11] -= 1;
+    let codes: Vec<u16> = options_of(&unsigned).into_iter().map(|(c, _)| c).collect();
+    assert_eq!(codes, [10, 3, 11, 12], "cookie, NSID, keepalive, padding");
+}
+
 /// An UPDATE is applied once: a copy, even from its sender, would undo
 /// what changed since (add, delete, then the add replayed). Its sender's
 /// copy (nsupdate resends over UDP after 3 s) is not answered while the

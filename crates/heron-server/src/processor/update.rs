@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use heron_proto::edns::opt_record;
+use heron_proto::edns::{OptionWriter, opt_record};
 use heron_proto::message::Header;
 use heron_proto::tsig::{ResponseSigner, Verified};
 use heron_proto::writer::header_response;
@@ -16,6 +16,7 @@ use heron_proto::{Name, Rcode};
 
 use std::sync::Arc;
 
+use super::cookies::Pending;
 use super::replay::Fingerprint;
 use super::resent::UpdateAnswers;
 use super::tap::{Exchanged, Tap};
@@ -54,9 +55,28 @@ pub struct UpdateRequest {
     keep: Option<KeepAnswer>,
     /// The address it came to, when the transport knows it (dnstap).
     local: Option<SocketAddr>,
+    /// The EDNS options its answer carries, as every other answer does
+    /// (black-box finding BA-7: the update task's answers had none).
+    options: AnswerOptions,
+}
+
+/// What the OPT record of an UPDATE's answer holds besides its size: the
+/// server cookie, the NSID and the TCP idle timeout asked for, and
+/// whether it is padded (over TLS).
+#[derive(Clone, Debug, Default)]
+pub(super) struct AnswerOptions {
+    pub cookie: Option<Pending>,
+    pub nsid: Option<Vec<u8>>,
+    pub keepalive: Option<u16>,
+    pub pad: bool,
 }
 
 impl UpdateRequest {
+    /// The server cookie its answer carries.
+    pub(super) fn set_cookie(&mut self, cookie: Pending) {
+        self.options.cookie = Some(cookie);
+    }
+
     /// The key whose signature verified, if the request was signed.
     pub fn key(&self) -> Option<&Name> {
         self.signed.as_ref().map(|v| &v.key.name)
@@ -84,17 +104,48 @@ impl UpdateRequest {
     }
 
     /// The answer with `rcode`: header, zone section, OPT if the request
-    /// had one, TSIG if it was signed (RFC 8945 5.3).
+    /// had one (with the options asked for), TSIG if it was signed (RFC
+    /// 8945 5.3).
     pub fn response(&self, rcode: Rcode, now: u64) -> Vec<u8> {
+        self.response_with(rcode, now, &self.zone_section, true)
+    }
+
+    fn response_with(&self, rcode: Rcode, now: u64, zone: &[u8], options: bool) -> Vec<u8> {
         let mut out = Vec::with_capacity(128);
-        header_response(&mut out, &self.header, &self.zone_section, rcode, false);
+        header_response(&mut out, &self.header, zone, rcode, false);
         if let Some(payload) = self.edns_payload {
             out.extend_from_slice(&opt_record(payload, rcode.0, false));
             let arcount = u16::from_be_bytes([out[10], out[11]]) + 1;
             out[10..12].copy_from_slice(&arcount.to_be_bytes());
+            if options {
+                self.append_options(&mut out);
+            }
         }
         self.sign_answer(&mut out, now);
         out
+    }
+
+    /// The options of [`AnswerOptions`], appended to the OPT record that
+    /// ends `out`.
+    fn append_options(&self, out: &mut Vec<u8>) {
+        let o = &self.options;
+        if let Some(cookie) = &o.cookie {
+            cookie.append(out);
+        }
+        if let Some(mut w) = OptionWriter::ending(out, u16::MAX as usize) {
+            if let Some(id) = &o.nsid {
+                let _ = w.nsid(id);
+            }
+            if let Some(seconds) = o.keepalive {
+                let _ = w.tcp_keepalive(seconds);
+            }
+        }
+        if o.pad {
+            let reserve = self.signed.as_ref().map_or(0, |v| v.key.rr_len());
+            if let Some(mut w) = OptionWriter::ending(out, u16::MAX as usize) {
+                let _ = w.pad_to(super::options::RESPONSE_PADDING_BLOCK, reserve);
+            }
+        }
     }
 }
 
@@ -144,8 +195,8 @@ pub(super) fn hand_off(
     d: &Deferred,
     origin: Name,
     forward: bool,
-    tap: Option<Arc<Tap>>,
-    keep: Option<KeepAnswer>,
+    (tap, keep): (Option<Arc<Tap>>, Option<KeepAnswer>),
+    options: AnswerOptions,
 ) -> Outcome {
     Outcome::Update(Box::new(UpdateRequest {
         origin,
@@ -167,5 +218,6 @@ pub(super) fn hand_off(
         tap,
         keep,
         local: d.req.local,
+        options,
     }))
 }
