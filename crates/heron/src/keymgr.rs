@@ -457,6 +457,28 @@ mod tests {
         assert!(roles.iter().any(|(r, _)| *r == Role::Zsk), "{roles:?}");
     }
 
+    /// A key generated before the zone's first signing has its DS printed
+    /// for the parent: a zone signed with it that then goes insecure, even
+    /// before its CDS was asked for, publishes the CDS delete and stays
+    /// signed until the parent drops the DS (black-box finding AY-6: it
+    /// was served unsigned at once, bogus under the DS).
+    #[test]
+    fn a_generated_key_whose_ds_was_printed_keeps_the_zone_signed_going_insecure() {
+        use heron_dnssec::policy::Policy;
+        let origin = heron_proto::Name::parse("new.test.").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let keys = dir.path().join("keys");
+        generate::generate(&keys, "new.test.", None, None, NOW).unwrap();
+        let step = |policy: &Policy, at| {
+            crate::plan::key_state::step(&origin, policy, &keys, 300, at).unwrap()
+        };
+        let signed = step(&Policy::default(), NOW);
+        assert_eq!(signed.keys.len(), 1, "signed with the key generated");
+        let going = step(&Policy::insecure(), NOW + 60);
+        assert_eq!(going.keys.len(), 1, "still signed");
+        assert_eq!(going.cds, [heron_dnssec::ds::CDS_DELETE.to_vec()]);
+    }
+
     /// In a zone with a KSK and a ZSK the role is named, and must be one
     /// of those; a new ZSK takes over from the one in use by rollover,
     /// while the KSK, still waiting for its DS, cannot be replaced yet.

@@ -166,6 +166,14 @@ pub struct Key {
     pub ds_seen: Option<UnixTime>,
     /// When the parent was seen without its DS, while unretentive.
     pub ds_gone: Option<UnixTime>,
+    /// Its DS was given to the operator for the parent before the zone
+    /// was signed with it (`heron keymgr generate`), or it comes from
+    /// another signer: while its DS is hidden by its state, the parent
+    /// may hold it all the same, so it is withdrawn (CDS delete, the
+    /// parent seen without it) before the key leaves (black-box finding
+    /// AY-6: a zone going insecure was served unsigned under its DS).
+    #[serde(default)]
+    pub ds_offered: bool,
 }
 
 impl Key {
@@ -188,6 +196,7 @@ impl Key {
             ds: Record::hidden(now),
             ds_seen: None,
             ds_gone: None,
+            ds_offered: false,
         }
     }
 
@@ -544,8 +553,12 @@ impl Rollover {
                     let key = &mut self.keys[index];
                     *key.record_mut(kind) = Record { state, since: now };
                     match (kind, state) {
-                        (RecordKind::Ds, State::Rumoured) => key.ds_seen = None,
+                        (RecordKind::Ds, State::Rumoured) => {
+                            key.ds_seen = None;
+                            key.ds_offered = false;
+                        }
                         (RecordKind::Ds, State::Unretentive) => key.ds_gone = None,
+                        (RecordKind::Ds, State::Hidden) => key.ds_offered = false,
                         _ => {}
                     }
                     moved = true;

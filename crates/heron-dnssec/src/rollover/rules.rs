@@ -29,6 +29,10 @@ pub(super) fn next_state(
         (Goal::Hidden, State::Rumoured | State::Omnipresent) => {
             may_withdraw(keys, index, kind, policy)
         }
+        // A DS the parent may hold though it was never seen there.
+        (Goal::Hidden, State::Hidden) if kind == RecordKind::Ds && key.ds_offered => {
+            may_withdraw(keys, index, kind, policy)
+        }
         _ => false,
     };
     allowed.then(|| next_of(key.goal, key.record(kind).state))
@@ -80,12 +84,24 @@ fn in_use(key: &Key) -> bool {
     key.goal == Goal::Omnipresent
 }
 
+/// Whether `key`'s record of `kind` is in `state`; a DS offered to the
+/// parent ([`Key::ds_offered`]) is never taken as hidden.
 fn is(key: &Key, kind: RecordKind, state: State) -> bool {
-    key.record(kind).state == state
+    let offered = kind == RecordKind::Ds && key.ds_offered;
+    key.record(kind).state == state && !(offered && state == State::Hidden)
 }
 
-/// Some DS of the zone is at, or on its way to, the parent.
+/// Some DS of the zone is at, or on its way to, the parent, as the
+/// keys' states say (a DS only offered is not: the zone is signed for the
+/// first time as any other, DNSKEY and signatures at once).
 fn zone_secure(keys: &[Key]) -> bool {
+    keys.iter()
+        .any(|k| k.has(RecordKind::Ds) && k.ds.state != State::Hidden)
+}
+
+/// Some DS of the zone may be at the parent: [`zone_secure`], or a DS
+/// offered to it ([`Key::ds_offered`]).
+fn ds_may_be_out(keys: &[Key]) -> bool {
     keys.iter()
         .any(|k| k.has(RecordKind::Ds) && !is(k, RecordKind::Ds, State::Hidden))
 }
@@ -170,7 +186,7 @@ fn may_withdraw(keys: &[Key], index: usize, kind: RecordKind, policy: &Policy) -
         // Going insecure, once no cache may hold a DS of the zone, the
         // signatures leave with the DNSKEYs: the zone is served unsigned
         // at once, never with signatures but no key.
-        RecordKind::ZoneRrsig if policy.insecure && !zone_secure(keys) => true,
+        RecordKind::ZoneRrsig if policy.insecure && !ds_may_be_out(keys) => true,
         RecordKind::ZoneRrsig if algorithm_leaving => {
             all_of_algorithm(RecordKind::Dnskey, State::Hidden)
         }

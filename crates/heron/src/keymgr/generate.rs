@@ -85,7 +85,10 @@ pub fn generate(
         });
     }
     key_state::ensure_private_directory(key_dir)?;
-    let key = key_state::generate(key_dir, &zone, KeyRequest { role, algorithm }, now)?;
+    let mut key = key_state::generate(key_dir, &zone, KeyRequest { role, algorithm }, now)?;
+    // Its DS is printed for the parent before the zone goes live: it may
+    // be there from now on (black-box finding AY-6).
+    key.ds_offered = state.policy.is_none() && role.signs_keys();
     let replaced: Vec<u16> = (state.keys.iter())
         .filter(|k| k.goal == Goal::Omnipresent && covers(role, k.role))
         .map(|k| k.tag)

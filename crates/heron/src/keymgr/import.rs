@@ -384,11 +384,20 @@ fn plan(
 }
 
 /// The key's state entry, from BIND's states or from its times.
+/// A KSK or CSK in use whose DS the old signer's states do not place at
+/// the parent may be there all the same (BIND never saw it, the operator put
+/// it there): it counts as offered, withdrawn before the key leaves
+/// (black-box finding AY-6).
 fn entry_of(found: &Found, id: String, now: UnixTime) -> rollover::Key {
-    match &found.state {
+    let mut key = match &found.state {
         Some(bind) => bind.to_rollover_key(&found.key, id, now),
         None => found.key.to_rollover_key(id, found.role, now),
-    }
+    };
+    // A key the old signer retired, its DS gone by its states, is taken
+    // at its word.
+    key.ds_offered =
+        key.goal == Goal::Omnipresent && key.role.signs_keys() && key.ds.state == State::Hidden;
+    key
 }
 
 /// The key as Heron will publish it is the key the old signer published.

@@ -371,7 +371,8 @@ pub fn unsigning_refused(origin: &Name, dir: &Path) -> Option<String> {
 /// Whether a DS of the zone may be at the parent or in caches: a key
 /// that signs keys whose DS is not gone.
 fn may_have_ds(state: &ZoneKeys) -> bool {
-    (state.keys.iter()).any(|k| k.role.signs_keys() && k.ds.state != State::Hidden)
+    (state.keys.iter())
+        .any(|k| k.role.signs_keys() && (k.ds.state != State::Hidden || k.ds_offered))
 }
 
 /// Why the keys of `origin` may not move from `old` to `new` (another
