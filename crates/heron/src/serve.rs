@@ -1264,7 +1264,11 @@ async fn wait_for_signals(
                 })
                 .await;
                 if !due.is_empty() {
-                    let selection = Selection { zones: Some(due), force: true };
+                    let selection = Selection {
+                        zones: Some(due),
+                        force: true,
+                        from_served: true,
+                    };
                     reload(catalog, files, transfers, "signatures due", selection).await;
                 }
             }

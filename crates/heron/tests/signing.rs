@@ -919,3 +919,53 @@ fn a_signed_zone_read_again_unchanged_keeps_its_serial() {
     let inc = short_answer(&server, &format!("inc.{ORIGIN}"), "A");
     assert_eq!(inc.trim(), "192.0.2.56");
 }
+
+/// A key step (here a ZSK rolled by hand) signs the version served again;
+/// the zone file, edited since and not reloaded, is not read: its new
+/// record is not served, and its typo does not stop the step (black-box
+/// finding AY-7: an edit went live at the step, and a typo stopped every
+/// refresh until the signatures expired).
+#[test]
+fn a_key_step_signs_the_version_served_not_an_edit_not_reloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fast.zone");
+    let zone = format!(
+        "$ORIGIN {ORIGIN}\n$TTL 2\n@ SOA ns hostmaster 1 60 60 600 2\n@ NS ns\n\
+         ns A 192.0.2.1\nwww A 192.0.2.10\n"
+    );
+    std::fs::write(&file, zone).unwrap();
+    let (f, keys) = (file.clone(), dir.path().join("keys"));
+    let server = ServerProcess::heron_with_config(&heron(), ORIGIN, move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"control.sock\"\n\
+             [[dnssec-policy]]\nname = \"p\"\nkeys = \"ksk-zsk\"\npropagation-delay = \"1s\"\n\
+             dnskey-ttl = \"2s\"\ncds-ttl = \"2s\"\nretire-safety = \"1s\"\n\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
+             dnssec-policy = \"p\"\nkey-directory = \"{}\"\n",
+            f.display(),
+            keys.display()
+        )
+    });
+    let dnskeys = |s: &ServerProcess| short_answer(s, ORIGIN, "DNSKEY").lines().count();
+    assert_eq!(dnskeys(&server), 2, "{}", server.log());
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("unreloaded A 192.0.2.200\nbroken A 999.1.1.1\n");
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new(heron())
+        .args(["ctl", "--control"])
+        .arg(server.dir().join("control.sock"))
+        .args(["roll", ORIGIN, "zsk"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let published =
+        heron_testkit::eventually_within(Duration::from_secs(30), || dnskeys(&server) == 3);
+    assert!(published, "the successor published: {}", server.log());
+    let unreloaded = short_answer(&server, &format!("unreloaded.{ORIGIN}"), "A");
+    assert_eq!(unreloaded.trim(), "", "the edit waits for a reload");
+    verify_with_tools(&SignedZone::from_text(ORIGIN, &axfr(&server)), false);
+}

@@ -749,7 +749,11 @@ impl Controller {
 
     async fn reload(&self, zones: Vec<Name>, force: bool) -> Response {
         let selection = if zones.is_empty() {
-            Selection { zones: None, force }
+            Selection {
+                zones: None,
+                force,
+                from_served: false,
+            }
         } else {
             if let Err(errors) = self.reloadable(&zones) {
                 // Refused without trying, as for any unknown zone (exit 4).
@@ -761,6 +765,7 @@ impl Controller {
             Selection {
                 zones: Some(zones.into_iter().collect()),
                 force,
+                from_served: false,
             }
         };
         let asked_by = "control socket";

@@ -801,21 +801,28 @@ impl ZoneFiles {
     /// fails keeps its version from `current`, if it has one; its problems
     /// are logged.
     pub fn load_changed(&mut self, current: &Catalog) -> (Catalog, Outcome) {
-        self.load_selected(current, None, false, &HashSet::new())
+        self.load_selected(current, Pick::default(), &HashSet::new())
     }
 
     /// [`ZoneFiles::load_changed`] for the zones in `only` (all when
     /// None); with `force`, their files are read whether they look
     /// changed or not. The signed zones in `held` (lower-cased origins:
     /// those that take updates, not frozen) keep the version `current`
-    /// serves ([`hold_served`]): their files are read, not signed.
+    /// serves ([`hold_served`]): their files are read, not signed. With
+    /// `from_served` (a signature refresh, a key step), every other signed
+    /// zone served is signed again from that version, its file not read
+    /// ([`resign_served`]).
     pub fn load_selected(
         &mut self,
         current: &Catalog,
-        only: Option<&HashSet<Name>>,
-        force: bool,
+        pick: Pick,
         held: &HashSet<Name>,
     ) -> (Catalog, Outcome) {
+        let Pick {
+            only,
+            force,
+            from_served,
+        } = pick;
         let mut outcome = Outcome::default();
         let mut todo = Vec::new();
         for (i, entry) in self.entries.iter().enumerate() {
@@ -843,14 +850,18 @@ impl ZoneFiles {
             let spec = &self.entries[i].spec;
             let served = current.get(&spec.origin);
             let signing = spec.signing.as_deref();
-            Some((served?, signing?)).filter(|_| held.contains(&spec.origin.to_lowercase()))
+            let held = held.contains(&spec.origin.to_lowercase());
+            Some((served?, signing?, held)).filter(|_| held || from_served)
         };
         let (kept, todo): (Vec<usize>, Vec<usize>) =
             todo.into_iter().partition(|i| holding(i).is_some());
         let kept_results: Vec<Held> = (kept.iter())
             .map(|i| {
-                let (served, signing) = holding(i).expect("partitioned so");
+                let (served, signing, held) = holding(i).expect("partitioned so");
                 let entry = &self.entries[*i];
+                if !held {
+                    return resign_served(served, signing, entry.loaded);
+                }
                 // Read again by force (a rollover's step) but not touched
                 // since it was loaded or written: no edit, whatever
                 // updates the zone served took since.
@@ -918,6 +929,17 @@ impl ZoneFiles {
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// ...and on a terminal, once it has taken longer than that.
 const BAR_EVERY: Duration = Duration::from_millis(250);
+
+/// Which zones [`ZoneFiles::load_selected`] reads, and how.
+#[derive(Default)]
+pub struct Pick<'a> {
+    /// Only these (lower-cased); None for all.
+    pub only: Option<&'a HashSet<Name>>,
+    /// Read the files even if they look unchanged.
+    pub force: bool,
+    /// Sign the signed zones served again from the version served.
+    pub from_served: bool,
+}
 
 /// A zone loaded from its file, and the file's stamp when it was opened
 /// (None if the file system gave no modification time).
@@ -1238,6 +1260,21 @@ fn read_text(spec: &ZoneSpec) -> Result<ZoneFileText, Vec<String>> {
 /// served (None: that one stays), the file's stamp, and what was edited
 /// in the file and not taken; or its problems.
 type Held = Result<(Option<Zone>, Option<Stamp>, Option<String>), Vec<String>>;
+
+/// A signed zone signed again from the version it serves, at a signature
+/// refresh or a key step; its file is not read, and keeps its `stamp`,
+/// so that the next reload still sees an edit made since. Read, an edit
+/// not reloaded went live at that moment, and a file with a typo stopped
+/// every refresh until the signatures served expired (black-box finding
+/// AY-7).
+fn resign_served(
+    served: &Arc<Zone>,
+    signing: &crate::config::dnssec::Signing,
+    stamp: Option<Stamp>,
+) -> Held {
+    let resigned = crate::plan::signing::sign_loaded(&**served, Some(served), signing)?;
+    Ok((Some(resigned), stamp, None))
+}
 
 /// A signed zone that takes updates, its file changed: the version
 /// `served` stays, for its updates are in it and not in the file (whose

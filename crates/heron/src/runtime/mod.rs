@@ -266,8 +266,7 @@ fn rebuild(
     };
     let held = update::held_signed(&current, xfr);
     let loaded_before = update::loaded_at(xfr, &files);
-    let (mut next, mut outcome) =
-        files.load_selected(&current, selection.zones.as_ref(), selection.force, &held);
+    let (mut next, mut outcome) = files.load_selected(&current, selection.pick(), &held);
     listed_in(&mut outcome, config.listed);
     let resigned = xfr.signed_secondaries.set(files.signed_secondaries());
     if let (Some((wanted, consumed, (section, xot))), Some(running)) =
@@ -554,4 +553,18 @@ pub(crate) struct Selection {
     pub(crate) zones: Option<std::collections::HashSet<Name>>,
     /// Read the files even if they look unchanged.
     pub(crate) force: bool,
+    /// Sign the signed zones served again from the version served, their
+    /// files not read: a signature refresh or a key step, not an operator's
+    /// reload.
+    pub(crate) from_served: bool,
+}
+
+impl Selection {
+    fn pick(&self) -> zone_files::Pick<'_> {
+        zone_files::Pick {
+            only: self.zones.as_ref(),
+            force: self.force,
+            from_served: self.from_served,
+        }
+    }
 }

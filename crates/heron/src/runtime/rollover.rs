@@ -271,6 +271,7 @@ pub(crate) async fn drive(
             let selection = Selection {
                 zones: Some(due),
                 force: true,
+                from_served: true,
             };
             reload(
                 &catalog,
