@@ -128,7 +128,10 @@ fn admit_update(
     }
     let served = catalog.get(&origin).filter(|z| z.class() == q.qclass);
     if served.is_none() {
-        return Admission::Refuse(Refusal::UpdateNotServed);
+        return match catalog.is_expired(q.qname_lower.as_wire()) {
+            true => Admission::Refuse(Refusal::UpdateZoneNotLoaded),
+            false => Admission::Refuse(Refusal::UpdateNotServed),
+        };
     }
     let policy = p.primary.policy(&origin);
     if !policy.takes_updates() {

@@ -209,6 +209,11 @@ pub enum Refusal {
     /// secondary's operator to its keys and ACLs: black-box finding
     /// AV-4).
     ZoneExpired,
+    /// An UPDATE of a zone configured here whose file did not load, or
+    /// that expired (SERVFAIL, as its queries get and as BIND and Knot
+    /// answer; NOTAUTH told the client it had the wrong server: black-box
+    /// finding BA-5).
+    UpdateZoneNotLoaded,
 }
 
 /// Whether a cookie check may answer `q`: not a request of an EDNS
@@ -281,7 +286,7 @@ impl Plain {
 
 impl Refusal {
     /// How many kinds there are, for counters indexed by [`Refusal::kind`].
-    pub const KINDS: usize = 16;
+    pub const KINDS: usize = 17;
 
     /// A name for each kind, in the order of [`Refusal::kind`].
     pub const KIND_NAMES: [&'static str; Refusal::KINDS] = [
@@ -301,6 +306,7 @@ impl Refusal {
         "update-queue-full",
         "update-resent",
         "zone-expired",
+        "update-zone-not-loaded",
     ];
 
     /// A number below [`Refusal::KINDS`], one per variant (the reason a
@@ -323,6 +329,7 @@ impl Refusal {
             Refusal::UpdateQueueFull => 13,
             Refusal::UpdateResent => 14,
             Refusal::ZoneExpired => 15,
+            Refusal::UpdateZoneNotLoaded => 16,
         }
     }
 
@@ -354,7 +361,9 @@ impl Refusal {
             | Refusal::UpdateDenied => Rcode::REFUSED,
             // Never sent: a blackholed request gets no response.
             Refusal::Blackholed => Rcode::REFUSED,
-            Refusal::UpdateQueueFull | Refusal::ZoneExpired => Rcode::SERVFAIL,
+            Refusal::UpdateQueueFull | Refusal::ZoneExpired | Refusal::UpdateZoneNotLoaded => {
+                Rcode::SERVFAIL
+            }
             // Never sent: a resent UPDATE gets no response of its own.
             Refusal::UpdateResent => Rcode::REFUSED,
         }
@@ -382,6 +391,9 @@ impl fmt::Display for Refusal {
             Refusal::UpdateQueueFull => f.write_str("UPDATE with the update queue full"),
             Refusal::UpdateResent => f.write_str("UPDATE sent again"),
             Refusal::ZoneExpired => f.write_str("transfer of a zone that expired"),
+            Refusal::UpdateZoneNotLoaded => {
+                f.write_str("UPDATE of a zone whose file did not load, or that expired")
+            }
         }
     }
 }

@@ -1420,6 +1420,25 @@ fn a_signed_update_for_a_zone_that_takes_updates_goes_to_the_update_task() {
     }
 }
 
+/// An UPDATE of a zone configured here whose file did not load (or that
+/// expired) is SERVFAIL, as its queries are and as BIND and Knot answer;
+/// one of a zone not configured stays NOTAUTH (black-box finding BA-5).
+#[test]
+fn an_update_of_a_zone_not_loaded_is_servfail() {
+    let p = update_processor();
+    let mut unloaded = (**p.catalog().load()).clone();
+    unloaded.remove(&n("p.test"));
+    unloaded.expire(&n("p.test"));
+    p.catalog().store(Arc::new(unloaded));
+    let (bytes, _) = signed_at(query("p.test", RType::SOA, Opcode::UPDATE), &key(), NOW);
+    let (m, _, events) = response(process(&p, &bytes, "192.0.2.9", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::SERVFAIL);
+    assert_eq!(events, [Event::Refused(Refusal::UpdateZoneNotLoaded)]);
+    let (other, _) = signed_at(query("x.test", RType::SOA, Opcode::UPDATE), &key(), NOW + 1);
+    let (m, _, _) = response(process(&p, &other, "192.0.2.9", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::NOTAUTH);
+}
+
 /// The update task's answer carries the options the request asked for,
 /// as every other answer: a server cookie, the NSID, over TCP the idle
 /// timeout, over TLS padding (black-box finding BA-7: none of them).
