@@ -680,10 +680,11 @@ impl Processor {
     /// events are appended to `events`.
     pub fn process(&self, req: &Request, out: &mut Vec<u8>, events: &mut Vec<Event>) -> Outcome {
         if self.blackholes(req.peer.ip()) {
-            if req.transport == Transport::Udp {
-                // TCP and TLS count these at accept, once a connection.
-                events.push(Event::Refused(Refusal::Blackholed));
-            }
+            // Over TCP and TLS, only from a connection open before a
+            // reload added the prefix (others are closed at accept): the
+            // transport closes it (black-box finding AZ-3: it stayed
+            // open, its queries dropped and counted nowhere).
+            events.push(Event::Refused(Refusal::Blackholed));
             return Outcome::Nothing;
         }
         let outcome = self.respond(req, out, events);

@@ -405,6 +405,14 @@ pub(super) fn answer_complete_messages(
                 out.framed.extend_from_slice(&len.to_be_bytes());
                 out.framed.extend_from_slice(out.response);
             }
+            Outcome::Nothing
+                if events.last()
+                    == Some(&Event::Refused(crate::processor::Refusal::Blackholed)) =>
+            {
+                // A `blackhole` prefix added since the connection opened.
+                service.dispatch(&mut events);
+                return Err(io::Error::other("the client's address is blackholed now"));
+            }
             Outcome::Nothing => {}
             Outcome::Transfer(transfer) => out.transfers.push(Later::Transfer(transfer)),
             Outcome::Update(request) => {

@@ -307,3 +307,54 @@ fn at_the_total_limit_the_longest_idle_connection_makes_room() {
         assert!(heron_testkit::client::answers_on(&mut b, &query(4)));
     });
 }
+
+/// A connection open when its address is blackholed (a reload added the
+/// prefix) is closed at its next message, unanswered, and counted
+/// (black-box finding AZ-3: it stayed open, its queries dropped unseen).
+#[test]
+fn a_connection_from_an_address_blackholed_since_is_closed() {
+    use std::io::Write;
+    let policy = Arc::new(crate::processor::SharedQueryPolicy::default());
+    let service = {
+        let primary = heron_xfr::primary::Primary::new(HashMap::new(), 0);
+        let processor = crate::processor::Processor::new(
+            crate::SharedCatalog::default(),
+            Default::default(),
+            Arc::new(primary),
+            Arc::default(),
+        )
+        .with_shared_query_policy(policy.clone());
+        Arc::new(Service::new(processor, None))
+    };
+    let limits = TcpLimits {
+        idle_timeout: Duration::from_secs(60),
+        ..TcpLimits::default()
+    };
+    with_n_loops(1, None, limits, service.clone(), |loops| {
+        let mut conn = std::net::TcpStream::connect(loops.bound[0]).unwrap();
+        assert!(heron_testkit::client::answers_on(&mut conn, &query(1)));
+        policy.replace(crate::processor::QueryPolicy {
+            blackhole: vec!["127.0.0.1".parse().unwrap()],
+            ..Default::default()
+        });
+        let q = query(2);
+        let mut framed = (q.len() as u16).to_be_bytes().to_vec();
+        framed.extend(q);
+        conn.write_all(&framed).unwrap();
+        // Closed, not merely unanswered (a read that times out is not).
+        use std::io::Read;
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let read = conn.read(&mut [0; 512]);
+        let reset = |e: &std::io::Error| e.kind() == std::io::ErrorKind::ConnectionReset;
+        assert!(
+            matches!(&read, Ok(0)) || read.as_ref().is_err_and(reset),
+            "{read:?}"
+        );
+        let counted = || service.refusals(crate::processor::Refusal::Blackholed) == 1;
+        assert!(heron_testkit::eventually_within(
+            Duration::from_secs(10),
+            counted
+        ));
+    });
+}
