@@ -2690,3 +2690,32 @@ fn updates_refused_for_their_journal_are_logged_a_few_lines() {
     assert!((1..=2).contains(&batches), "{batches} lines\n{log}");
     assert!((1..=2).contains(&updates), "{updates} lines\n{log}");
 }
+
+/// A NOTIFY that fails is logged with the zone and the peer as fields,
+/// as every zone event is (black-box finding BB-3: a filter on the zone
+/// field missed a secondary that stopped taking NOTIFYs).
+#[test]
+fn a_failed_notify_is_logged_with_its_zone_and_peer() {
+    let file = zone_file("notify-fields");
+    let dead = format!("127.0.0.1:{}", free_port());
+    let server = start(&file, &format!("notify = [\"{dead}\"]\n"));
+    assert_eq!(add_a(server.addr(), "told"), "NOERROR");
+    let failed = |log: &str| {
+        log.lines()
+            .any(|l| l.contains("NOTIFY for") && l.contains(&format!("peer={dead}")))
+    };
+    assert!(
+        heron_testkit::eventually_within(std::time::Duration::from_secs(30), || failed(
+            &server.log()
+        )),
+        "{}",
+        server.log()
+    );
+    let line = server
+        .log()
+        .lines()
+        .find(|l| failed(l))
+        .unwrap()
+        .to_string();
+    assert!(line.contains(&format!("zone={ZONE}")), "{line}");
+}

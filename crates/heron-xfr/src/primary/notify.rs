@@ -519,22 +519,36 @@ fn log_outcome(origin: &Name, addr: SocketAddr, outcome: &Outcome, untold: u64) 
         0 => String::new(),
         n => format!(" ({n} more such lines about {addr} left out before this one)"),
     };
+    // The zone and the peer as fields, as every zone event's line
+    // (black-box finding BB-3: a JSON filter on `.zone` missed these).
     match outcome {
         Outcome::Answered(Rcode::NOERROR) => {
-            tracing::debug!("NOTIFY for {origin} to {addr} acknowledged")
+            tracing::debug!(zone = %origin, peer = %addr, "NOTIFY for {origin} to {addr} acknowledged")
         }
         Outcome::Answered(rcode) => {
-            tracing::warn!("NOTIFY for {origin} to {addr} answered {rcode}{more}")
+            tracing::warn!(
+                zone = %origin,
+                peer = %addr,
+                "NOTIFY for {origin} to {addr} answered {rcode}{more}"
+            )
         }
         Outcome::NoAnswer => tracing::warn!(
+            zone = %origin,
+            peer = %addr,
             "NOTIFY for {origin} to {addr}: no valid answer after {TRIES} tries; it will refresh on its own timer{more}"
         ),
         Outcome::Failed(why) => {
-            tracing::warn!("NOTIFY for {origin} to {addr} failed: {why}{more}")
+            tracing::warn!(
+                zone = %origin,
+                peer = %addr,
+                "NOTIFY for {origin} to {addr} failed: {why}{more}"
+            )
         }
-        Outcome::ZoneRemoved => {
-            tracing::debug!("NOTIFY for {origin} to {addr} dropped: the zone was removed")
-        }
+        Outcome::ZoneRemoved => tracing::debug!(
+            zone = %origin,
+            peer = %addr,
+            "NOTIFY for {origin} to {addr} dropped: the zone was removed"
+        ),
     }
 }
 
