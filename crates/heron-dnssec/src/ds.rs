@@ -101,6 +101,32 @@ pub fn seen_at_every_server(
         .collect()
 }
 
+/// The DS records of the parent's `answers` whose key tag and algorithm
+/// name one of `dnskeys` but whose digest is of none (a digest mistyped
+/// at the registrar): the key's DS is there in name only, and a
+/// validator finds the zone bogus if it is the only one. Each once.
+pub fn mismatched(owner: &Name, dnskeys: &[Vec<u8>], answers: &[Vec<Vec<u8>>]) -> Vec<Vec<u8>> {
+    let names_key = |ds: &[u8], dnskey: &[u8]| {
+        ds.len() > 4
+            && dnskey.len() > 4
+            && u16::from_be_bytes([ds[0], ds[1]]) == key_tag(dnskey)
+            && ds[2] == dnskey[3]
+    };
+    let digest_of = |ds: &[u8], dnskey: &[u8]| {
+        let digest_type = ds.get(3).copied().and_then(DigestType::from_number);
+        digest_type.is_none_or(|t| ds_rdata(owner, dnskey, t).as_deref() == Some(ds))
+    };
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    for ds in answers.iter().flatten() {
+        let named = dnskeys.iter().any(|k| names_key(ds, k));
+        let matching = dnskeys.iter().any(|k| names_key(ds, k) && digest_of(ds, k));
+        if named && !matching && !found.contains(ds) {
+            found.push(ds.clone());
+        }
+    }
+    found
+}
+
 /// DS RDATA in presentation form, `TAG ALG TYPE HEX` (upper-case hex, as
 /// BIND and Knot print it); `None` for RDATA shorter than a DS.
 pub fn ds_text(ds: &[u8]) -> Option<String> {
@@ -225,5 +251,32 @@ mod tests {
         }
         assert_eq!(DigestType::from_number(1), None);
         assert_eq!(DigestType::from_number(4), Some(DigestType::Sha384));
+    }
+
+    /// A DS whose tag and algorithm are a key's but whose digest is not
+    /// (a registrar typo) is found; the right one, one of another key, and
+    /// one of an unknown digest type (that cannot be checked) are not.
+    #[test]
+    fn a_ds_naming_a_key_with_another_digest_is_found() {
+        let owner = Name::parse("m.test").unwrap();
+        let (key, _) =
+            crate::keys::SigningKey::generate(crate::keys::Algorithm::EcdsaP256Sha256).unwrap();
+        let dnskey = key.dnskey_rdata(257);
+        let right = ds_rdata(&owner, &dnskey, DigestType::Sha256).unwrap();
+        let mut wrong = right.clone();
+        *wrong.last_mut().unwrap() ^= 1;
+        let mut other_key = right.clone();
+        other_key[0] ^= 1;
+        let mut unknown_type = right.clone();
+        unknown_type[3] = 200;
+        let answers = vec![
+            vec![right.clone(), wrong.clone(), other_key, unknown_type],
+            vec![wrong.clone()],
+        ];
+        assert_eq!(
+            mismatched(&owner, std::slice::from_ref(&dnskey), &answers),
+            [wrong]
+        );
+        assert!(mismatched(&owner, &[dnskey], &[vec![right]]).is_empty());
     }
 }

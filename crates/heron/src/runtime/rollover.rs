@@ -391,6 +391,40 @@ async fn check_parent(
     }
 }
 
+/// Warns of DS records at the parent that name one of the zone's keys
+/// with a digest of none (a digest mistyped at the registrar: the zone is
+/// bogus where that is the key's only DS), once while they stay the same
+/// (black-box finding AY-5: the check said nothing, only "add the DS").
+fn say_mismatched_ds(origin: &Name, dnskeys: &[Vec<u8>], answers: &[Vec<Vec<u8>>]) {
+    static SAID: OnceLock<Mutex<HashMap<Name, Vec<Vec<u8>>>>> = OnceLock::new();
+    let found = heron_dnssec::ds::mismatched(origin, dnskeys, answers);
+    let mut said = SAID
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let before = said.get(origin).cloned().unwrap_or_default();
+    if found == before {
+        return;
+    }
+    let text: Vec<String> = found
+        .iter()
+        .filter_map(|ds| heron_dnssec::ds::ds_text(ds))
+        .collect();
+    if !found.is_empty() {
+        tracing::warn!(
+            zone = %origin,
+            "DNSSEC parent check: the parent publishes DS {} for a key of the zone with a digest \
+             that is not that key's: validators find the zone bogus while it is the key's only DS; \
+             correct it at the parent (the zone's CDS records give the right one)",
+            text.join(", ")
+        );
+    }
+    match found.is_empty() {
+        true => said.remove(origin),
+        false => said.insert(origin.clone(), found),
+    };
+}
+
 /// Feeds the parent's DS RRsets to the zone's state file; whether a key's
 /// wait for the parent ended.
 fn apply_parent(
@@ -409,6 +443,7 @@ fn apply_parent(
         let (file, signing) = key_state::read_key_of(dir, &zone, key)?;
         dnskeys.push(signing.dnskey_rdata(file.role.flags()));
     }
+    say_mismatched_ds(origin, &dnskeys, answers);
     let present = keys_at_parent(origin, &dnskeys, removing, answers);
     key_state::handle_event(dir, &zone, Event::ParentDs(present), now)?;
     let after = key_state::read_state(dir, &zone)?.map(|s| s.keys);
