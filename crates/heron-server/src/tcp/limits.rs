@@ -22,9 +22,23 @@ pub struct ConnectionLimiter {
 pub(super) struct Open {
     pub(super) total: usize,
     pub(super) per_client: HashMap<IpAddr, usize>,
+    /// Connections open from each address exempt from the per-client
+    /// limit when they opened: not in their network's tally, but its own
+    /// once a reload takes the exemption away.
+    pub(super) exempt: HashMap<IpAddr, usize>,
     /// The most open at once since memory was last released.
     pub(super) peak: usize,
     pub(super) released_at: Option<Instant>,
+}
+
+impl Open {
+    /// The map and key `counted` is tallied under.
+    fn tally(&mut self, counted: &Counted) -> (&mut HashMap<IpAddr, usize>, IpAddr) {
+        match *counted {
+            Counted::Network(client) => (&mut self.per_client, client),
+            Counted::Exempt(ip) => (&mut self.exempt, ip),
+        }
+    }
 }
 
 /// Connections at a peak worth releasing memory after: thousands of slow
@@ -43,11 +57,17 @@ pub(super) const RELEASE_CHECK_EVERY: Duration = Duration::from_secs(1);
 /// An admitted connection; dropping it frees its slot.
 pub struct Slot {
     pub(super) limiter: Arc<ConnectionLimiter>,
-    /// The client's network, as counted; None for an address the
-    /// per-client limit does not apply to, which is not counted in its
-    /// network's tally either (black-box finding AZ-5: a secondary's
-    /// transfer connections shut its neighbours out).
-    pub(super) client: Option<IpAddr>,
+    /// Where it is counted: its client's network, or for an address the
+    /// per-client limit does not apply to, that address alone, not its
+    /// network (black-box finding AZ-5: a secondary's transfer
+    /// connections shut its neighbours out).
+    pub(super) counted: Counted,
+}
+
+/// The tally a [`Slot`] is in.
+pub(super) enum Counted {
+    Network(IpAddr),
+    Exempt(IpAddr),
 }
 
 impl ConnectionLimiter {
@@ -79,22 +99,26 @@ impl ConnectionLimiter {
         // limit by closing an idle connection, never for a client that
         // would be refused anyway.
         let exempt = self.unlimited.load().iter().any(|p| p.contains(ip));
-        let per_client = open.per_client.get(&client).copied().unwrap_or(0);
+        // An address no longer exempt counts what it opened while it was.
+        let own = open.exempt.get(&ip).copied().unwrap_or(0);
+        let per_client = open.per_client.get(&client).copied().unwrap_or(0) + own;
         if per_client >= self.limits.max_connections_per_client && !exempt {
             return Err(Limit::PerClient);
         }
         if open.total >= self.limits.max_connections {
             return Err(Limit::Total);
         }
-        let client = (!exempt).then_some(client);
-        if let Some(client) = client {
-            *open.per_client.entry(client).or_insert(0) += 1;
-        }
+        let counted = match exempt {
+            true => Counted::Exempt(ip),
+            false => Counted::Network(client),
+        };
+        let (tally, key) = open.tally(&counted);
+        *tally.entry(key).or_insert(0) += 1;
         open.total += 1;
         open.peak = open.peak.max(open.total);
         Ok(Slot {
             limiter: self.clone(),
-            client,
+            counted,
         })
     }
 
@@ -141,13 +165,11 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut open = self.limiter.open.lock().unwrap();
         open.total -= 1;
-        let Some(client) = self.client else {
-            return;
-        };
-        if let Some(n) = open.per_client.get_mut(&client) {
+        let (tally, key) = open.tally(&self.counted);
+        if let Some(n) = tally.get_mut(&key) {
             *n -= 1;
             if *n == 0 {
-                open.per_client.remove(&client);
+                tally.remove(&key);
             }
         }
     }

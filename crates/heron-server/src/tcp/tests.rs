@@ -395,10 +395,14 @@ fn an_exempt_address_takes_nothing_of_its_networks_quota() {
         limiter.admit(neighbour).unwrap(),
     );
     assert!(limiter.admit(neighbour).is_none(), "the network's own two");
+    // Its exemption taken away, the secondary counts what it holds.
+    limiter.set_unlimited(Vec::new());
+    assert!(limiter.admit(secondary).is_none(), "five held, two allowed");
     drop(held);
     drop(neighbours);
     assert_eq!(limiter.open_connections(), 0);
     assert!(limiter.admit(neighbour).is_some());
+    assert!(limiter.admit(secondary).is_some());
 }
 
 /// A write waits for the client `limit` from its last read, not in all:
