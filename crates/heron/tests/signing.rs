@@ -920,21 +920,17 @@ fn a_signed_zone_read_again_unchanged_keeps_its_serial() {
     assert_eq!(inc.trim(), "192.0.2.56");
 }
 
-/// A key step (here a ZSK rolled by hand) signs the version served again;
-/// the zone file, edited since and not reloaded, is not read: its new
-/// record is not served, and its typo does not stop the step (black-box
-/// finding AY-7: an edit went live at the step, and a typo stopped every
-/// refresh until the signatures expired).
-#[test]
-fn a_key_step_signs_the_version_served_not_an_edit_not_reloaded() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("fast.zone");
+/// A zone signed under a policy of seconds (KSK and ZSK) with a control
+/// socket: the server, its zone file and its key directory.
+fn fast_signed(dir: &Path) -> (ServerProcess, PathBuf, PathBuf) {
+    let file = dir.join("fast.zone");
     let zone = format!(
         "$ORIGIN {ORIGIN}\n$TTL 2\n@ SOA ns hostmaster 1 60 60 600 2\n@ NS ns\n\
          ns A 192.0.2.1\nwww A 192.0.2.10\n"
     );
     std::fs::write(&file, zone).unwrap();
-    let (f, keys) = (file.clone(), dir.path().join("keys"));
+    let (f, keys) = (file.clone(), dir.join("keys"));
+    let k = keys.clone();
     let server = ServerProcess::heron_with_config(&heron(), ORIGIN, move |port| {
         format!(
             "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"control.sock\"\n\
@@ -943,20 +939,37 @@ fn a_key_step_signs_the_version_served_not_an_edit_not_reloaded() {
              [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n\
              dnssec-policy = \"p\"\nkey-directory = \"{}\"\n",
             f.display(),
-            keys.display()
+            k.display()
         )
     });
+    (server, file, keys)
+}
+
+/// `heron ctl ARGS` against `server`'s control socket.
+fn ctl(server: &ServerProcess, args: &[&str]) -> std::process::Output {
+    Command::new(heron())
+        .args(["ctl", "--control"])
+        .arg(server.dir().join("control.sock"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A key step (here a ZSK rolled by hand) signs the version served again;
+/// the zone file, edited since and not reloaded, is not read: its new
+/// record is not served, and its typo does not stop the step (black-box
+/// finding AY-7: an edit went live at the step, and a typo stopped every
+/// refresh until the signatures expired).
+#[test]
+fn a_key_step_signs_the_version_served_not_an_edit_not_reloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, file, _) = fast_signed(dir.path());
     let dnskeys = |s: &ServerProcess| short_answer(s, ORIGIN, "DNSKEY").lines().count();
     assert_eq!(dnskeys(&server), 2, "{}", server.log());
     let mut text = std::fs::read_to_string(&file).unwrap();
     text.push_str("unreloaded A 192.0.2.200\nbroken A 999.1.1.1\n");
     std::fs::write(&file, text).unwrap();
-    let out = Command::new(heron())
-        .args(["ctl", "--control"])
-        .arg(server.dir().join("control.sock"))
-        .args(["roll", ORIGIN, "zsk"])
-        .output()
-        .unwrap();
+    let out = ctl(&server, &["roll", ORIGIN, "zsk"]);
     assert!(
         out.status.success(),
         "{}",
@@ -968,4 +981,51 @@ fn a_key_step_signs_the_version_served_not_an_edit_not_reloaded() {
     let unreloaded = short_answer(&server, &format!("unreloaded.{ORIGIN}"), "A");
     assert_eq!(unreloaded.trim(), "", "the edit waits for a reload");
     verify_with_tools(&SignedZone::from_text(ORIGIN, &axfr(&server)), false);
+    // The old ZSK leaves: no warning of another signer's keys (BC-1).
+    let left = heron_testkit::eventually_within(Duration::from_secs(60), || dnskeys(&server) == 2);
+    assert!(left, "the old ZSK removed: {}", server.log());
+    assert!(
+        !server.log().contains("Heron does not hold"),
+        "{}",
+        server.log()
+    );
+}
+
+/// A roll whose step fails (a key file that holds another key) is said
+/// to have failed, with the reason, not to have published a successor
+/// (regression hunt BC-3: "made and published now", exit 0).
+#[test]
+fn a_roll_whose_step_fails_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _, keys) = fast_signed(dir.path());
+    let zsk = std::fs::read_dir(&keys)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".zsk.heron-key"))
+        .expect("a ZSK file");
+    let other = dir.path().join("other");
+    let made = Command::new(heron())
+        .args(["keymgr", "-d"])
+        .arg(&other)
+        .args([ORIGIN, "generate"])
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let csk = std::fs::read_dir(&other)
+        .unwrap()
+        .map(|e| e.unwrap().path());
+    let csk = csk
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(".heron-key"))
+        .unwrap();
+    let text = std::fs::read_to_string(csk)
+        .unwrap()
+        .replace("role: csk", "role: zsk");
+    std::fs::write(&zsk, text).unwrap();
+    let out = ctl(&server, &["roll", ORIGIN, "zsk"]);
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("the step that starts it failed"), "{said}");
+    assert!(said.contains("the key state file names"), "{said}");
 }

@@ -100,8 +100,44 @@ impl Controller {
                 policy.algorithm
             ));
         }
-        self.edit_keys(zone, move |dir, origin| rollover::roll(dir, origin, &key))
-            .await
+        let started = self
+            .edit_keys(zone, move |dir, origin| rollover::roll(dir, origin, &key))
+            .await;
+        if !started.ok {
+            return started;
+        }
+        self.step_now(zone, started).await
+    }
+
+    /// Signs `zone` again from the version served, as the rollover driver
+    /// would next, so that what `said` announces is done before it is said,
+    /// or the step's failure is answered instead (regression hunt BC-3:
+    /// "its successor is made and published now", exit 0, for a step
+    /// that failed).
+    async fn step_now(&self, zone: &Name, said: Response) -> Response {
+        let selection = crate::runtime::Selection {
+            zones: Some(std::iter::once(zone.to_lowercase()).collect()),
+            force: true,
+            from_served: true,
+        };
+        let (outcome, _) = crate::runtime::reload(
+            &self.catalog,
+            &self.files,
+            &self.transfers,
+            "heron ctl roll",
+            selection,
+        )
+        .await;
+        match outcome.is_ok() {
+            true => said,
+            false => Response {
+                errors: outcome.errors,
+                ..Response::error(format!(
+                    "{zone}: the rollover is recorded, but the step that starts it failed \
+                     (nothing made or published yet; it is tried again)"
+                ))
+            },
+        }
     }
 
     /// Records that the parent now publishes (or no longer publishes) the
