@@ -109,8 +109,9 @@ pub fn process_noting(
 
 /// What the zone loader warns of and other servers refuse to load or
 /// transfer, made by an update: names below a DNAME (never served, RFC
-/// 6672 2.4; NSD and Knot refuse the zone, and Knot the update) and NS
-/// records at a wildcard (BIND refuses the zone). Taken, a Knot or BIND
+/// 6672 2.4; NSD and Knot refuse the zone, and Knot the update), NS and
+/// DNAME at one name below the apex (Knot refuses the zone: regression
+/// hunt BD-3) and NS records at a wildcard (BIND refuses the zone). Taken, a Knot or BIND
 /// secondary stopped at the version before, with no word here
 /// (black-box finding BA-1). Only what the change added is looked at,
 /// in `next`, the version it leads to.
@@ -130,6 +131,19 @@ pub(crate) fn what_secondaries_refuse(next: &Zone, diff: &ZoneDiff) -> Option<St
             true => next.node_count() > 1,
             false => next.has_children(owner),
         };
+        let node = next.node(owner);
+        let both = |n: &heron_zone::zone::Node| {
+            n.rrset(RType::NS).is_some() && n.rrset(RType::DNAME).is_some()
+        };
+        if owner != origin
+            && matches!(added.rtype, RType::NS | RType::DNAME)
+            && node.is_some_and(|n| both(&n))
+        {
+            return Some(format!(
+                "NS and DNAME records at {} (a delegation cannot redirect; Knot refuses such a zone)",
+                added.owner
+            ));
+        }
         if added.rtype == RType::DNAME && below {
             let why = format!(
                 "a DNAME at {}, which has names below it (never served, RFC 6672 2.4; NSD and Knot refuse such a zone)",

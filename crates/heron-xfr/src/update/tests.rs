@@ -670,6 +670,15 @@ fn names_below_a_dname_and_ns_at_a_wildcard_are_refused() {
     );
     let wild = Builder::new().add("*.w.u.test", RType::NS, &ns);
     assert_eq!(rcode(&wild), Rcode::REFUSED, "NS at a wildcard");
+    let delegated =
+        Builder::new()
+            .add("sub.u.test", RType::NS, &ns)
+            .add("sub.u.test", RType::DNAME, &target);
+    assert_eq!(
+        rcode(&delegated),
+        Rcode::REFUSED,
+        "NS and DNAME at one name"
+    );
     let leaf = Builder::new().add("leaf.u.test", RType::DNAME, &target);
     assert_eq!(rcode(&leaf), Rcode::NOERROR, "a DNAME at a leaf");
     let beside = Builder::new().add("dn.u.test", RType::TXT, b"\x02ok");
