@@ -147,7 +147,7 @@ pub const HANDSHAKE_KINDS: [&str; 2] = ["full", "resumed"];
 /// Why the server closed a TCP or TLS connection it had taken in (on
 /// its event loops): the client closed it, a timeout, a failed TLS
 /// handshake or TLS error, another error (a reset, a malformed message).
-pub const CLOSE_REASONS: [&str; 7] = [
+pub const CLOSE_REASONS: [&str; 8] = [
     "client",
     "idle_timeout",
     "message_timeout",
@@ -155,6 +155,7 @@ pub const CLOSE_REASONS: [&str; 7] = [
     "write_timeout",
     "tls_error",
     "error",
+    "blackhole",
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,6 +167,9 @@ pub enum Closed {
     WriteTimeout = 4,
     TlsError = 5,
     Error = 6,
+    /// A reload blackholed the client's address (regression hunt BD-2:
+    /// counted as an error).
+    Blackhole = 7,
 }
 
 /// Why a TCP or TLS connection was closed at accept.

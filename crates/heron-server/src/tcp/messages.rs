@@ -411,7 +411,10 @@ pub(super) fn answer_complete_messages(
             {
                 // A `blackhole` prefix added since the connection opened.
                 service.dispatch(&mut events);
-                return Err(io::Error::other("the client's address is blackholed now"));
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "the client's address is blackholed now",
+                ));
             }
             Outcome::Nothing => {}
             Outcome::Transfer(transfer) => out.transfers.push(Later::Transfer(transfer)),

@@ -134,6 +134,7 @@ impl Conn {
     /// Why a drive that failed with `e` ends the connection.
     pub(super) fn failed(&self, e: &io::Error) -> Closed {
         match (e.kind(), &self.tls) {
+            (io::ErrorKind::PermissionDenied, _) => Closed::Blackhole,
             (io::ErrorKind::InvalidData, Some(_))
                 if e.get_ref().is_some_and(|e| e.is::<rustls::Error>()) =>
             {

@@ -356,5 +356,9 @@ fn a_connection_from_an_address_blackholed_since_is_closed() {
             Duration::from_secs(10),
             counted
         ));
+        // Closed as blackholed, not as an error (regression hunt BD-2).
+        let closed = service.stats.totals().closed;
+        assert_eq!(closed[Closed::Blackhole as usize], 1, "{closed:?}");
+        assert_eq!(closed[Closed::Error as usize], 0, "{closed:?}");
     });
 }
