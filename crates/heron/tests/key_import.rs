@@ -591,7 +591,7 @@ fn bad_bind_keys_are_refused_with_a_clear_message_and_nothing_written() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // Malformed: a .key file with no DNSKEY record.
-    let good = keygen(d, ORIGIN, &["-a", "ECDSAP256SHA256"]);
+    let good = keygen(d, ORIGIN, &["-a", "ECDSAP256SHA256", "-f", "KSK"]);
     std::fs::write(
         d.join("Kmoved.test.+013+00001.key"),
         "moved.test. IN A 192.0.2.1\n",

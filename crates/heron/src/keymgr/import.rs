@@ -90,8 +90,29 @@ pub fn import(key_dir: &Path, zone: &str, source: Source, now: UnixTime) -> Resu
         KeySource::Bind => bind_keys(dir, &zone)?,
         KeySource::Knot => knot_keys(dir, &zone, knot)?,
     };
+    refuse_without_sep(&found)?;
     take_given_dnskey_ttl(&mut found, dnskey_ttl);
     write_keys(key_dir, &zone, found, now)
+}
+
+/// Keys none of which has the SEP flag: the old signer signed the DNSKEY
+/// RRset with a key of flags 256, the one a DS at the parent names. Heron
+/// signs it only with keys of flags 257 (a KSK or CSK), so the zone would
+/// be bogus from its first signing until the parent took a new DS
+/// (regression hunt BC-6): refused, with the way out.
+fn refuse_without_sep(found: &[Found]) -> Result<(), String> {
+    if found.is_empty() || found.iter().any(|f| f.key.flags & FLAG_SEP != 0) {
+        return Ok(());
+    }
+    let tags: Vec<String> = found.iter().map(|f| f.key.tag().to_string()).collect();
+    Err(format!(
+        "none of the zone's keys ({}) has the SEP flag (DNSKEY flags 257): the old signer signs \
+         the DNSKEY RRset with a key of flags 256, which a DS at the parent names, and Heron \
+         signs it only with a KSK or CSK (flags 257), so the zone would not validate under that \
+         DS. Roll the zone to a key with the SEP flag in the old signer first (a KSK or CSK), \
+         have its DS at the parent, then import",
+        tags.join(", ")
+    ))
 }
 
 /// `--dnskey-ttl` for each key: the longer of the one given and the one
@@ -1070,5 +1091,16 @@ mod tests {
         );
         assert_eq!(error, expected);
         assert!(!keys.exists());
+    }
+
+    /// Keys none of which has the SEP flag are refused: the DNSKEY RRset
+    /// was signed with a key of flags 256 (regression hunt BC-6); one SEP
+    /// key among them is enough.
+    #[test]
+    fn keys_without_a_sep_flag_are_refused() {
+        let error = refuse_without_sep(&[found(256), found(256)]).unwrap_err();
+        assert!(error.contains("has the SEP flag"), "{error}");
+        assert!(refuse_without_sep(&[found(256), found(257)]).is_ok());
+        assert!(refuse_without_sep(&[]).is_ok());
     }
 }
