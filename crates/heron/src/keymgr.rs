@@ -426,6 +426,15 @@ mod tests {
         let again = generate::generate(&keys, "new.test.", None, None, NOW).unwrap_err();
         assert!(again.contains("waiting for its first signing"), "{again}");
         assert!(!again.contains("rollover"), "{again}");
+        // As it says, the key waiting may be deleted, and another made
+        // (regression hunt BC-2: delete refused it as in use).
+        let path = keys.join("new.test.keys.json");
+        let delete = KeymgrCommand::Delete {
+            key: key.tag.to_string(),
+        };
+        execute(&path, &delete, NOW).unwrap();
+        assert!(ZoneKeys::load(&path).unwrap().keys.is_empty());
+        generate::generate(&keys, "new.test.", None, None, NOW).unwrap();
         let rsa = generate::generate(&keys, "other.test.", None, Some("rsasha256"), NOW);
         assert!(rsa.unwrap_err().contains("ecdsap256sha256 or ed25519"));
     }

@@ -450,7 +450,13 @@ impl Rollover {
             Event::DsSeen => self.parent_seen(now, |k| k.ds.is_published()),
             Event::Roll(id) => self.key_mut(&id)?.roll_requested = true,
             Event::Forget(id) => {
-                if !self.key_mut(&id)?.is_gone() {
+                // A key never published (made ahead by `keymgr
+                // generate`) is in no cache either: it may go (regression
+                // hunt BC-2: generate said "delete it first", and delete
+                // refused it as in use).
+                let key = self.key_mut(&id)?;
+                let never_out = key.published.is_none() && key.all_in(State::Hidden);
+                if !key.is_gone() && !never_out {
                     return Err(RolloverError::KeyInUse(id));
                 }
                 self.keys.retain(|k| k.id != id);
