@@ -5,13 +5,20 @@ use heron_testkit::client::{QueryOpts, build_query, query_tcp_pipelined};
 /// A service with no zones: every query is answered (REFUSED), which is
 /// all the transport needs.
 fn service() -> Arc<Service> {
+    service_with(Arc::default())
+}
+
+/// [`service`] screening queries with `policy`, which a test may replace
+/// (a reload's).
+fn service_with(policy: Arc<crate::processor::SharedQueryPolicy>) -> Arc<Service> {
     let primary = heron_xfr::primary::Primary::new(HashMap::new(), 0);
     let processor = crate::processor::Processor::new(
         crate::SharedCatalog::default(),
         Default::default(),
         Arc::new(primary),
         Arc::default(),
-    );
+    )
+    .with_shared_query_policy(policy);
     Arc::new(Service::new(processor, None))
 }
 
@@ -315,17 +322,7 @@ fn at_the_total_limit_the_longest_idle_connection_makes_room() {
 fn a_connection_from_an_address_blackholed_since_is_closed() {
     use std::io::Write;
     let policy = Arc::new(crate::processor::SharedQueryPolicy::default());
-    let service = {
-        let primary = heron_xfr::primary::Primary::new(HashMap::new(), 0);
-        let processor = crate::processor::Processor::new(
-            crate::SharedCatalog::default(),
-            Default::default(),
-            Arc::new(primary),
-            Arc::default(),
-        )
-        .with_shared_query_policy(policy.clone());
-        Arc::new(Service::new(processor, None))
-    };
+    let service = service_with(policy.clone());
     let limits = TcpLimits {
         idle_timeout: Duration::from_secs(60),
         ..TcpLimits::default()
