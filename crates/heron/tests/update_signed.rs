@@ -1503,3 +1503,46 @@ fn a_held_signed_zones_edit_is_refused_naming_a_way_that_works() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("edit"));
     assert!(kept(addr), "{}", server.log());
 }
+
+/// A zone that takes updates, gone insecure as documented (served
+/// unsigned past its signed serials, restarted so), then its policy
+/// removed: its serial goes on past the one served, not back to its
+/// file's (black-box finding BC-5: 3 -> 1, the secondaries stuck).
+#[test]
+fn a_dynamic_zone_gone_insecure_keeps_its_serial_when_its_policy_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), "");
+    let addr = server.addr();
+    let axfr = || String::from_utf8_lossy(&kdig(addr, &[ZONE, "AXFR"]).stdout).into_owned();
+    assert!(eventually(|| axfr().contains("RRSIG")), "{}", server.log());
+    let config = server.dir().join("heron.toml");
+    let signed = std::fs::read_to_string(&config).unwrap();
+    let insecure = signed.replace("name = \"p\"\n", "name = \"p\"\ninsecure = true\n");
+    std::fs::write(&config, insecure).unwrap();
+    let (ok, said) = ctl(dir.path(), &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert!(eventually(|| !axfr().contains("RRSIG")), "{}", server.log());
+    drop(server);
+    let server = start(dir.path(), "insecure = true");
+    let addr = server.addr();
+    let served = zone_serial(addr, ZONE).unwrap();
+    take_the_policy_away(&server);
+    let (ok, said) = ctl(dir.path(), &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+    let serial = zone_serial(addr, ZONE).unwrap();
+    assert!(
+        serial.wrapping_sub(served) as i32 > 0,
+        "serial {serial} after {served}\n{}",
+        server.log()
+    );
+    assert!(!server.log().contains("went back"), "{}", server.log());
+    // A restart keeps it.
+    drop(server);
+    let restarted = start_unsigned(dir.path(), "");
+    let again = zone_serial(restarted.addr(), ZONE).unwrap();
+    assert!(
+        again.wrapping_sub(serial) as i32 >= 0,
+        "{again} after {serial}\n{}",
+        restarted.log()
+    );
+}

@@ -496,7 +496,7 @@ pub(crate) fn write_back_leaving(
     let mut still_signed = Vec::new();
     let mut held = Vec::new();
     let configured = xfr.primary.policies();
-    for origin in xfr.unwritten.origins() {
+    for origin in leaving_candidates(xfr, (signed_now, removed)) {
         let Some(old) = configured.get(&origin) else {
             continue; // a catalog member: its policy is set apart
         };
@@ -562,6 +562,35 @@ pub(crate) fn write_back_leaving(
         }
     }
     (still_signed, held)
+}
+
+/// The zones [`write_back_leaving`] looks at: those whose file lacks
+/// updates, and those signed here no longer signed that take updates,
+/// whose file's serial may be behind the one served (gone insecure, its
+/// unsigned versions served past its signed ones), which their file
+/// written back carries on (black-box finding BC-5: the file's serial
+/// was served, 3 -> 1, and the secondaries kept 3).
+/// A zone removed or frozen is not among the latter: its file is the
+/// operator's then.
+fn leaving_candidates(
+    xfr: &Transfers,
+    (signed_now, removed): (&HashSet<Name>, &[Name]),
+) -> Vec<Name> {
+    let mut origins = xfr.unwritten.origins();
+    let leaving = (xfr.signings.origins().into_iter())
+        .filter(|o| !signed_now.contains(&o.to_lowercase()))
+        .filter(|o| !removed.contains(o) && !xfr.frozen.contains(o))
+        .filter(|o| {
+            // Under `zonefile-sync = "never"` the file is left alone.
+            let policy = xfr.primary.policy(o);
+            policy.takes_updates() && policy.update.write_back.is_some()
+        });
+    for origin in leaving {
+        if !origins.contains(&origin) {
+            origins.push(origin);
+        }
+    }
+    origins
 }
 
 /// A zone whose file lacks updates, and that no longer takes them (or
