@@ -106,18 +106,33 @@ impl UpdateRequest {
     /// The answer with `rcode`: header, zone section, OPT if the request
     /// had one (with the options asked for), TSIG if it was signed (RFC
     /// 8945 5.3).
+    /// Over UDP, an answer larger than the client takes (long zone and
+    /// key names) is cut to its header, OPT and TSIG, with TC, as BIND
+    /// cuts it: the client learns its update's fate over TCP, where a
+    /// copy of a signed request gets this answer again (black-box finding
+    /// BA-4: 560 octets were sent to a client without EDNS).
     pub fn response(&self, rcode: Rcode, now: u64) -> Vec<u8> {
-        self.response_with(rcode, now, &self.zone_section, true)
+        let whole = self.response_with(rcode, now, false);
+        match self.transport == Transport::Udp && whole.len() > self.udp_limit {
+            true => self.response_with(rcode, now, true),
+            false => whole,
+        }
     }
 
-    fn response_with(&self, rcode: Rcode, now: u64, zone: &[u8], options: bool) -> Vec<u8> {
+    /// `cut`: no zone section, no options, TC set.
+    fn response_with(&self, rcode: Rcode, now: u64, cut: bool) -> Vec<u8> {
         let mut out = Vec::with_capacity(128);
+        let zone = if cut { &[][..] } else { &self.zone_section[..] };
         header_response(&mut out, &self.header, zone, rcode, false);
+        if cut {
+            let flags = u16::from_be_bytes([out[2], out[3]]) | heron_proto::message::flags::TC;
+            out[2..4].copy_from_slice(&flags.to_be_bytes());
+        }
         if let Some(payload) = self.edns_payload {
             out.extend_from_slice(&opt_record(payload, rcode.0, false));
             let arcount = u16::from_be_bytes([out[10], out[11]]) + 1;
             out[10..12].copy_from_slice(&arcount.to_be_bytes());
-            if options {
+            if !cut {
                 self.append_options(&mut out);
             }
         }
