@@ -314,6 +314,38 @@ fn failing_commands_exit_non_zero_with_the_reason() {
     );
 }
 
+/// A zone whose file stays broken, unchanged, fails the reload that
+/// found it broken, and not every whole reload after it (the unit's
+/// `systemctl reload` failed for as long as one zone stayed broken:
+/// black-box finding BB-4); it is said still failing, the reload of that
+/// zone by name still fails, and an edit of it is tried and judged again.
+#[test]
+fn a_zone_still_broken_fails_only_the_reload_that_found_it() {
+    let f = Fixture::start();
+    f.write_zone("b", &zone_text(2, "bad A 192.0.2.300\n"));
+    let (code, out, _) = ctl(&f.socket, &["reload"]);
+    assert_eq!(code, Some(1), "the reload that found it: {out}");
+    for args in [&["reload"][..], &["reconfigure"]] {
+        let (code, out, _) = ctl(&f.socket, args);
+        assert_eq!(code, Some(0), "{args:?}: {out}");
+        assert!(out.contains("b.zone:5:"), "still said: {out}");
+    }
+    let (code, out, _) = ctl(&f.socket, &["reload", "--json"]);
+    assert_eq!(code, Some(0), "{out}");
+    let response: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(response["data"]["still_failing"], 1, "{out}");
+    assert!(response["message"].to_string().contains("1 still failing"), "{out}");
+    let (code, out, _) = ctl(&f.socket, &["reload", "b.test"]);
+    assert_eq!(code, Some(1), "asked for by name: {out}");
+    f.write_zone("b", &zone_text(3, "bad A 192.0.2.301\n"));
+    let (code, out, _) = ctl(&f.socket, &["reload"]);
+    assert_eq!(code, Some(1), "an edit that fails: {out}");
+    f.write_zone("b", &zone_text(4, ""));
+    let (code, out, _) = ctl(&f.socket, &["reload"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(f.serial("b.test"), 4);
+}
+
 #[test]
 fn status_says_what_runs_and_stop_stops_the_server() {
     let mut f = Fixture::start();

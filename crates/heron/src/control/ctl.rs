@@ -47,7 +47,9 @@ pub enum CtlCommand {
     /// configuration's zone list), and wait until they are served.
     /// Exits 1 if a zone failed to load (its previous version keeps
     /// serving), 4 if a zone named has no file to read (unknown, or a
-    /// secondary zone: nothing is reloaded then).
+    /// secondary zone: nothing is reloaded then). A zone not named that
+    /// fails as it did at the last reload, its file unchanged, is said
+    /// "still failing" and does not fail the command.
     Reload {
         /// The zones to re-read (default: all).
         zones: Vec<String>,
@@ -60,8 +62,9 @@ pub enum CtlCommand {
     /// transfer settings changed; other zones are not touched. Prints
     /// what changed ("no change" if nothing did) and the settings that
     /// wait for a restart (listeners, workers, ...). Exits 1 if the file
-    /// has errors (the running configuration stays) or a new zone failed
-    /// to load. SIGHUP does the same, without the answer.
+    /// has errors (the running configuration stays) or a zone failed to
+    /// load (not one still failing as before, its file unchanged).
+    /// SIGHUP does the same, without the answer.
     Reconfigure,
     /// Transfer a secondary zone in full (AXFR) now, and wait until it is
     /// served. Exits 1 if no primary gave it (with each reason).
