@@ -334,7 +334,10 @@ fn a_zone_still_broken_fails_only_the_reload_that_found_it() {
     assert_eq!(code, Some(0), "{out}");
     let response: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(response["data"]["still_failing"], 1, "{out}");
-    assert!(response["message"].to_string().contains("1 still failing"), "{out}");
+    assert!(
+        response["message"].to_string().contains("1 still failing"),
+        "{out}"
+    );
     let (code, out, _) = ctl(&f.socket, &["reload", "b.test"]);
     assert_eq!(code, Some(1), "asked for by name: {out}");
     f.write_zone("b", &zone_text(3, "bad A 192.0.2.301\n"));

@@ -1,7 +1,8 @@
 //! UPDATEs sent to a Heron secondary, forwarded to its primary (RFC 2136
 //! 6) when its `allow-update-forwarding` allows the sender: the message
 //! unchanged (the primary verifies the client's TSIG and decides), the
-//! primary's answer relayed; the change comes back to the secondary by
+//! primary's answer relayed (the secondary's own with its rcode, unless
+//! the client's TSIG went on); the change comes back to the secondary by
 //! NOTIFY and IXFR (from a Heron primary and from a Knot primary).
 //! Bounded: past the forwards that may wait at once, SERVFAIL at once; a
 //! primary that does not answer, or answers garbage, another ID or more
@@ -504,7 +505,10 @@ fn a_primarys_garbage_wrong_id_or_oversized_answer_is_not_relayed() {
             match u16::from_be_bytes([request[0], request[1]]) {
                 100 => answer.truncate(4),
                 101 => answer[1] ^= 1,
-                102 => answer.resize(4000, 0),
+                102 => {
+                    answer.resize(4000, 0);
+                    answer[3] |= 3; // NXDOMAIN
+                }
                 _ => continue,
             }
             let mut framed = (answer.len() as u16).to_be_bytes().to_vec();
@@ -521,17 +525,72 @@ fn a_primarys_garbage_wrong_id_or_oversized_answer_is_not_relayed() {
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     let mut buf = [0u8; 8192];
-    for id in 0..3u16 {
+    // An unsigned request's answer is the secondary's own, with the
+    // primary's rcode: one past the client's UDP size is no matter then.
+    for (id, rcode) in (0..3u16).zip([2, 2, 3]) {
         let message = update_message(100 + id, &format!("g{id}.{ZONE}"));
         client.send(&message).unwrap();
         let n = client.recv(&mut buf).expect("the update is answered");
         assert!((12..=512).contains(&n), "{n} bytes");
         assert_eq!(u16::from_be_bytes([buf[0], buf[1]]), 100 + id);
-        assert_eq!(buf[3] & 0x0f, 2, "SERVFAIL");
+        assert_eq!(buf[3] & 0x0f, rcode, "{id}");
     }
     let log = secondary.log();
     assert!(log.contains("no primary answered"), "{log}");
-    assert!(log.contains("past the client's UDP limit of 512"), "{log}");
+}
+
+/// `update_message` with an OPT record asking for the NSID.
+fn asking_nsid(mut message: Vec<u8>) -> Vec<u8> {
+    message[11] = 1; // ARCOUNT
+    message.extend_from_slice(&[0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 4, 0, 3, 0, 0]);
+    message
+}
+
+/// An unsigned forwarded UPDATE's answer is the secondary's own, with
+/// the primary's rcode: the NSID and options the client asked of the
+/// secondary, not the primary's (black-box finding BD-4: the primary's
+/// NSID and cookie came back, and a keepalive over UDP).
+#[test]
+fn a_forwarded_updates_answer_carries_the_secondarys_options() {
+    let dir = dir("options");
+    let file = dir.join("fwd.zone");
+    std::fs::write(&file, zone_text(ZONE)).unwrap();
+    let secondary_port = free_port();
+    let primary = ServerProcess::heron_with_config(&heron(), ZONE, |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\nnsid = \"primary-ns\"\n{}\
+             [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\n\
+             allow-update = [\"127.0.0.1 zonesub ANY\"]\n\
+             allow-transfer = [\"127.0.0.1 key ops\"]\n",
+            keys(),
+            file.display()
+        )
+    });
+    let mut config = secondary_config(secondary_port, &dir, primary.addr(), "\"127.0.0.1\"");
+    config = config.replace("workers = 1\n", "workers = 1\nnsid = \"second-ns\"\n");
+    let secondary = ServerProcess::heron_on_port(&heron(), secondary_port, ZONE, &config)
+        .unwrap_or_else(|log| panic!("the secondary starts: {log}"));
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client.connect(secondary.addr()).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    client
+        .send(&asking_nsid(update_message(7, &format!("n.{ZONE}"))))
+        .unwrap();
+    let mut buf = [0u8; 1500];
+    let n = client.recv(&mut buf).expect("the update is answered");
+    let answer = &buf[..n];
+    assert_eq!(answer[3] & 0x0f, 0, "NOERROR: {}", secondary.log());
+    let has = |text: &[u8]| answer.windows(text.len()).any(|w| w == text);
+    assert!(has(b"second-ns") && !has(b"primary-ns"), "{answer:?}");
+    assert_eq!(
+        answer.len(),
+        12 + 4 + ZONE.len() + 2 + 11 + 4 + 9,
+        "no keepalive over UDP"
+    );
+    assert_eq!(answer[n - 9 - 4], 0, "NSID option code 3 follows");
+    assert_eq!(answer[n - 9 - 3], 3);
 }
 
 /// A secondary of two primaries, the first of which takes connections

@@ -217,7 +217,6 @@ fn relay_resigned(
     if let Err(error) = checked {
         return bad_signature(update, xfr, primary, &sent.key.name, error);
     }
-    update.request.sign_answer(&mut answer, now);
     relay(update, answer, primary, xfr);
 }
 
@@ -305,7 +304,21 @@ fn answers(answer: &[u8], request: &[u8]) -> bool {
     a[..2] == r[..2] && a[2] & 0x80 != 0 && (a[2] & 0x78) == (r[2] & 0x78)
 }
 
+/// The primary's answer, given to the client: as it is when the client
+/// signed the request and it went on so (the primary's MAC is over it);
+/// else as this server's own answer with the primary's rcode, carrying
+/// the options the client asked of this server (its cookie, NSID,
+/// keepalive over TCP, padding over TLS), signed with the client's key
+/// if the request was (black-box finding BD-4: the primary's OPT was
+/// relayed, its NSID and cookie, a keepalive over UDP, no padding).
 fn relay(update: Update, answer: Vec<u8>, primary: SocketAddr, xfr: &Transfers) {
+    let passed_through =
+        update.request.key().is_some() && tsig::find(&answer).is_ok_and(|r| r.is_some());
+    let rcode = Rcode(u16::from(answer[3] & 0x0f));
+    let answer = match passed_through {
+        true => answer,
+        false => update.request.response(rcode, unix_now()),
+    };
     let limit = update.request.udp_limit;
     if update.is_datagram() && answer.len() > limit {
         let why = format!(
@@ -314,7 +327,6 @@ fn relay(update: Update, answer: Vec<u8>, primary: SocketAddr, xfr: &Transfers) 
         );
         return give_up(update, xfr, &why);
     }
-    let rcode = Rcode(u16::from(answer[3] & 0x0f));
     let (zone, peer) = (&update.request.origin, update.request.peer);
     let key = update.request.key().map_or("-".into(), |k| k.to_string());
     tracing::info!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: forwarded to {primary}, which answered {rcode}");
