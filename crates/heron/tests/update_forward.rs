@@ -107,23 +107,29 @@ fn secondary_config_with(
     )
 }
 
+/// A Heron primary of `file`, `server` lines added to its `[server]`;
+/// `update` is the zone's `allow-update` rule, closed by the caller with
+/// `"]` and a line break (and more lines for the zone, if any).
+fn heron_primary(file: &Path, server: &str, update: &str) -> ServerProcess {
+    ServerProcess::heron_with_config(&heron(), ZONE, |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{server}{}\
+             [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\n\
+             allow-transfer = [\"127.0.0.1 key ops\"]\nallow-update = [\"{update}",
+            keys(),
+            file.display()
+        )
+    })
+}
+
 #[test]
 fn an_update_sent_to_a_secondary_is_made_by_its_primary_and_comes_back() {
     let dir = dir("relay");
     let file = dir.join("fwd.zone");
     std::fs::write(&file, zone_text(ZONE)).unwrap();
     let secondary_port = free_port();
-    let primary = ServerProcess::heron_with_config(&heron(), ZONE, |port| {
-        format!(
-            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{}\
-             [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\n\
-             allow-update = [\"key ops zonesub ANY\"]\n\
-             allow-transfer = [\"127.0.0.1 key ops\"]\n\
-             notify = [\"127.0.0.1:{secondary_port} key ops\"]\n",
-            keys(),
-            file.display()
-        )
-    });
+    let notify = format!("notify = [\"127.0.0.1:{secondary_port} key ops\"]\n");
+    let primary = heron_primary(&file, "", &format!("key ops zonesub ANY\"]\n{notify}"));
     let config = secondary_config(
         secondary_port,
         &dir,
@@ -556,16 +562,11 @@ fn a_forwarded_updates_answer_carries_the_secondarys_options() {
     let file = dir.join("fwd.zone");
     std::fs::write(&file, zone_text(ZONE)).unwrap();
     let secondary_port = free_port();
-    let primary = ServerProcess::heron_with_config(&heron(), ZONE, |port| {
-        format!(
-            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\nnsid = \"primary-ns\"\n{}\
-             [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\n\
-             allow-update = [\"127.0.0.1 zonesub ANY\"]\n\
-             allow-transfer = [\"127.0.0.1 key ops\"]\n",
-            keys(),
-            file.display()
-        )
-    });
+    let primary = heron_primary(
+        &file,
+        "nsid = \"primary-ns\"\n",
+        "127.0.0.1 zonesub ANY\"]\n",
+    );
     let mut config = secondary_config(secondary_port, &dir, primary.addr(), "\"127.0.0.1\"");
     config = config.replace("workers = 1\n", "workers = 1\nnsid = \"second-ns\"\n");
     let secondary = ServerProcess::heron_on_port(&heron(), secondary_port, ZONE, &config)
