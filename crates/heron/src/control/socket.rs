@@ -428,6 +428,14 @@ where
 {
     let reply = match line {
         Err(_) => Response::error("no request within 5 s").text(),
+        // A JSON request gets its refusal in JSON (black-box finding
+        // BB-7: `heron ctl` read the text as a server that is not ours).
+        Ok(Err(e)) if e.get_ref().is_some_and(|e| e.is::<JsonTooLong>()) => {
+            let mut text = serde_json::to_string(&Response::refused(e.to_string()))
+                .expect("a response serializes");
+            text.push('\n');
+            text
+        }
         Ok(Err(e)) => Response::error(e.to_string()).text(),
         Ok(Ok(line)) if line.starts_with('{') => {
             let response = match serde_json::from_str::<Request>(&line) {
@@ -470,15 +478,31 @@ async fn read_line(stream: &mut UnixStream) -> io::Result<String> {
     let mut limited = BufReader::new(stream.take(MAX_REQUEST as u64 + 1));
     limited.read_until(b'\n', &mut line).await?;
     if line.len() > MAX_REQUEST {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "request too long",
-        ));
+        return Err(match line.first() {
+            Some(b'{') => io::Error::new(io::ErrorKind::InvalidData, JsonTooLong),
+            _ => io::Error::new(io::ErrorKind::InvalidData, "request too long"),
+        });
     }
     String::from_utf8(line)
         .map(|l| l.trim().to_string())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "request is not text"))
 }
+
+/// A JSON request longer than [`MAX_REQUEST`].
+#[derive(Debug)]
+struct JsonTooLong;
+
+impl std::fmt::Display for JsonTooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "request too long: at most {} KiB (name fewer zones at once)",
+            MAX_REQUEST >> 10
+        )
+    }
+}
+
+impl std::error::Error for JsonTooLong {}
 
 /// Why a request got no response.
 pub enum Unanswered {
@@ -529,12 +553,24 @@ impl Unanswered {
 /// waiting at most `wait` in all.
 pub fn ask(path: &Path, request: &Request, wait: Duration) -> Result<Response, Unanswered> {
     let line = serde_json::to_string(request).expect("a request serializes");
+    if line.len() > MAX_REQUEST {
+        // Refused here as the server would refuse it: a request, not the
+        // server, is at fault (black-box finding BB-7: exit 3, "not
+        // understood").
+        let why = format!("{JsonTooLong} ({} KiB asked)", line.len().div_ceil(1024));
+        return Ok(Response::refused(why));
+    }
     let sent = Arc::new(AtomicBool::new(false));
     let text = exchange_within(path, &line, wait, sent.clone()).map_err(|e| match e.kind() {
         io::ErrorKind::TimedOut if sent.load(Ordering::Acquire) => Unanswered::NoResultYet,
         io::ErrorKind::TimedOut => Unanswered::TimedOut,
         _ => Unanswered::Unreachable(e),
     })?;
+    if text.trim().is_empty() {
+        // A server stopping drops the clients it has not answered.
+        let why = "the server closed the connection without an answer (is it stopping?)";
+        return Err(Unanswered::Unreachable(io::Error::other(why)));
+    }
     serde_json::from_str(text.trim()).map_err(|e| Unanswered::Garbled(format!("{e}: {text}")))
 }
 
@@ -655,6 +691,35 @@ mod tests {
             "read whole at the limit"
         );
         assert_eq!(texts[4], "error: request too long\n");
+    }
+
+    /// A JSON request past the limit is refused in JSON, which `heron
+    /// ctl` reads (black-box finding BB-7: plain text, "not understood",
+    /// exit 3); `ask` refuses to send one.
+    #[test]
+    fn a_json_request_too_long_is_refused_in_json() {
+        let long = format!("{{\"command\":\"{}\"}}", "x".repeat(MAX_REQUEST));
+        let refused = response_to(&long);
+        assert!(refused.refused && !refused.ok, "{refused:?}");
+        assert!(
+            refused.message.contains("request too long: at most 16 KiB"),
+            "{refused:?}"
+        );
+        let zones = (0..1000)
+            .map(|i| format!("zone{i:05}.example.test"))
+            .collect();
+        let request = Request {
+            zones,
+            ..Request::new("reload")
+        };
+        let nowhere = Path::new("/nonexistent/heron-control.sock");
+        let Ok(asked) = ask(nowhere, &request, Duration::from_secs(1)) else {
+            panic!("refused before connecting");
+        };
+        assert!(
+            asked.refused && asked.message.contains("KiB asked"),
+            "{asked:?}"
+        );
     }
 
     fn response_to(line: &str) -> Response {
