@@ -407,6 +407,33 @@ fn row_when(socket: &Path, zone: &str, cond: impl Fn(&Value) -> bool) -> Value {
     panic!("{zone} never got there");
 }
 
+/// While a secondary zone's check (or its transfer) is under way,
+/// zone-status says so, in JSON and in its table, rather than showing
+/// nothing scheduled (black-box finding BB-2: a transfer of 19 s read as
+/// a primary down). The primary here takes connections and says nothing.
+#[test]
+fn zone_status_says_a_check_is_under_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    let _udp = std::net::UdpSocket::bind(addr).unwrap();
+    std::thread::spawn(move || {
+        let held: Vec<_> = silent.incoming().take(8).collect();
+        std::thread::sleep(std::time::Duration::from_secs(30));
+        drop(held);
+    });
+    let port = heron_testkit::process::free_port();
+    let one = [("slow.test", addr.to_string())];
+    let config = secondary_config(dir.path(), &socket, port, &one);
+    let _server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
+    let row = row_when(&socket, "slow.test", |r| r["checking"] == true);
+    assert_eq!(row["next_refresh"], Value::Null, "{row}");
+    let (code, out, _) = ctl(&socket, &["zone-status", "slow.test"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("running now"), "{out}");
+}
+
 /// A Heron that serves ready.test from a file and is secondary for the
 /// `secondaries` (origin, primary address) on `port`.
 fn secondary_config(

@@ -56,6 +56,8 @@ pub struct ZoneReport {
     pub primary_serial: Option<u32>,
     /// When the next check starts; None while one is in flight.
     pub next_check: Option<SystemTime>,
+    /// A check (and the transfer it may bring) is under way.
+    pub checking: bool,
     pub expire_at: Option<SystemTime>,
     /// Checks failed in a row, and why the last exchange failed.
     pub failures: u32,
@@ -1064,6 +1066,7 @@ impl Driver {
                 checked_at: entry.checked_at.map(UnixSeconds::time),
                 primary_serial: entry.checked_at.map(|_| entry.primary_serial),
                 next_check: view.next_check.map(at),
+                checking: view.next_check.is_none(),
                 expire_at: view.expire_at.map(at),
                 failures: view.failures,
                 last_error: entry.last_error().cloned(),

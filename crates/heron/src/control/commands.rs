@@ -973,6 +973,9 @@ fn secondary_fields(row: &mut Value, report: &ZoneReport) {
         "checked_at": report.checked_at.map(unix_seconds),
         "primary_serial": report.primary_serial,
         "next_refresh": report.next_check.map(unix_seconds),
+        // Under way now: a transfer that takes a while is no primary down
+        // (black-box finding BB-2: nothing said it was running).
+        "checking": report.checking,
         "expire_at": report.expire_at.map(unix_seconds),
         "failures": report.failures,
         "last_error": report.last_error,

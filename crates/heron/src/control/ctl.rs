@@ -658,7 +658,10 @@ fn secondary_table(data: &Value) -> String {
                 text_of(&z["zone"]),
                 text_of(&z["catalog"]),
                 time_of(&z["transferred_at"]),
-                time_of(&z["next_refresh"]),
+                match z["checking"].as_bool() {
+                    Some(true) => "running now".into(),
+                    _ => time_of(&z["next_refresh"]),
+                },
                 expires_of(z),
             ];
             let [zone, catalog, transferred, refresh, expire] = if i == 0 {
