@@ -2583,6 +2583,54 @@ fn a_signed_update_signed_before_the_start_is_refused() {
     assert_eq!(zone_serial(server.addr(), ZONE), Some(1), "not applied");
 }
 
+/// A signed UPDATE signed ahead of the server's clock (a client's clock
+/// 200 s fast, within the fudge), applied, its change then undone by
+/// another update: a copy of it sent after a restart is refused, not
+/// applied again (black-box finding BC-4: the delete was undone).
+#[test]
+fn a_copy_of_an_update_signed_ahead_is_refused_after_a_restart() {
+    use heron_proto::tsig::{self, Algorithm, Key};
+    let file = zone_file("ahead");
+    let server = start(&file, "");
+    let key = Key::from_base64("ops", Algorithm::HmacSha256, SECRET).unwrap();
+    let name = format!("ahead.{ZONE}");
+    let mut message = update_message(0x5353, &name, [192, 0, 2, 53]);
+    let ahead = heron_proto::time::unix_now() + 200;
+    tsig::sign_request(&mut message, &key, ahead, tsig::DEFAULT_FUDGE);
+    let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    client
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let rcode = |addr: SocketAddr| {
+        client.send_to(&message, addr).unwrap();
+        let mut buf = [0u8; 1024];
+        let (n, _) = client.recv_from(&mut buf).expect("an answer");
+        (buf[3] & 0x0f, buf[..n].to_vec())
+    };
+    assert_eq!(rcode(server.addr()).0, 0, "NOERROR: {}", server.log());
+    assert_eq!(a(server.addr(), &name).len(), 1);
+    let delete = format!("update delete {name} A");
+    let said = send(
+        Client::Knsupdate,
+        server.addr(),
+        Some("ops"),
+        false,
+        &delete,
+    );
+    assert_eq!(said, "NOERROR");
+    assert!(a(server.addr(), &name).is_empty());
+    drop(server);
+    let restarted = start(&file, "");
+    let (refused, answer) = rcode(restarted.addr());
+    assert_eq!(refused, 5, "REFUSED: {answer:?}\n{}", restarted.log());
+    assert!(a(restarted.addr(), &name).is_empty(), "{}", restarted.log());
+    assert!(
+        restarted
+            .log()
+            .contains("answered before this server started")
+    );
+}
+
 /// Adds an A record at `name` (under the zone) with the key `ops`, by
 /// knsupdate over UDP; the rcode.
 fn add_a(server: SocketAddr, name: &str) -> String {

@@ -82,6 +82,27 @@ impl UpdateRequest {
         self.signed.as_ref().map(|v| &v.key.name)
     }
 
+    /// What a signed request is known by across restarts: a digest of
+    /// its key, MAC (its first octets, as the replay cache counts it) and
+    /// Time Signed, and the second after which the time check refuses a
+    /// copy anyway. None if unsigned.
+    pub fn signature_digest(&self) -> Option<([u8; 16], u64)> {
+        let v = self.signed.as_ref()?;
+        let kept = v.mac.len().min(v.key.algorithm.min_mac_len());
+        let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+        hash.update(v.key.name.as_wire());
+        hash.update(&v.mac[..kept]);
+        hash.update(&v.time_signed.to_be_bytes());
+        let mut digest = [0u8; 16];
+        digest.copy_from_slice(&hash.finish().as_ref()[..16]);
+        Some((digest, v.time_signed.saturating_add(u64::from(v.fudge))))
+    }
+
+    /// The request's Time Signed, if signed.
+    pub fn time_signed(&self) -> Option<u64> {
+        self.signed.as_ref().map(|v| v.time_signed)
+    }
+
     /// The message as it was before the client signed it (its TSIG
     /// record off), for a relay to sign with a key of its own.
     pub fn unsigned_message(&self) -> Vec<u8> {

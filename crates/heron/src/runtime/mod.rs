@@ -12,6 +12,7 @@ pub(crate) mod signed_copies;
 pub(crate) mod signed_secondary;
 pub mod update;
 pub(crate) mod update_forward;
+pub(crate) mod update_seen;
 pub(crate) mod update_signed;
 
 use std::collections::HashMap;

@@ -798,6 +798,7 @@ fn apply_batch(batch: Vec<Update>, catalog: &SharedCatalog, xfr: &Transfers) -> 
         }
     }
     log_answers(&answered, outcomes, &failed);
+    remember_answered(&answered, xfr, now);
     working.retain(|origin, _| !failed.contains(origin));
     let mut next = (*served).clone();
     let changed: Vec<Arc<Zone>> = working.into_values().map(|w| w.zone).collect();
@@ -811,6 +812,22 @@ fn apply_batch(batch: Vec<Update>, catalog: &SharedCatalog, xfr: &Transfers) -> 
         answered,
         changed,
         synced,
+    }
+}
+
+/// Notes the signed requests answered that a restart would not refuse
+/// ([`super::update_seen`]), before they are answered.
+fn remember_answered(answered: &[(Update, Rcode)], xfr: &Transfers, now: u64) {
+    for (update, _) in answered {
+        let request = &update.request;
+        let (Some(signature), Some(time_signed)) =
+            (request.signature_digest(), request.time_signed())
+        else {
+            continue;
+        };
+        if let Some(journal) = xfr.primary.policy(&request.origin).journal_path() {
+            super::update_seen::remember(journal, signature, time_signed, now);
+        }
     }
 }
 
@@ -995,6 +1012,14 @@ fn admit(update: &Update, served: &Catalog, xfr: &Transfers) -> Outcome {
         let why = "the zone's journal is not kept in a file (zones sharing a zone file keep \
                    none; or the journal writer could not start)";
         return Outcome::answered(Rcode::SERVFAIL, why);
+    }
+    let journal = policy.journal_path().expect("checked above");
+    if let Some((digest, _)) = request.signature_digest()
+        && super::update_seen::answered_before(journal, digest, unix_now())
+    {
+        let why = "a copy of an update answered before this server started (signed ahead of \
+                   its clock): not applied again";
+        return Outcome::answered(Rcode::REFUSED, why);
     }
     if xfr.frozen.contains(origin) {
         let why = "the zone is frozen (heron ctl thaw takes updates again)";
