@@ -362,6 +362,20 @@ fn check_config_counts_the_generated_catalog() {
     assert!(said.contains(&format!("OK, {zones} zones")), "{said}");
 }
 
+/// A configuration with an error elsewhere still says nothing of the
+/// generated catalog's file, which Heron writes (black-box finding BF-1:
+/// "cannot read zone file" for it after any other error).
+#[test]
+fn check_config_with_an_error_does_not_read_the_generated_catalogs_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write_zones(dir.path());
+    let text = config(5300, 5301, dir.path(), &[member(ZONES[0])]);
+    let broken = format!("{text}\n[[zone]]\norigin = \"x.test\"\nnot-a-key = 1\n");
+    let (ok, said) = check_config(dir.path(), &broken);
+    assert!(!ok && said.contains("not-a-key"), "{said}");
+    assert!(!said.contains("cannot read zone file"), "{said}");
+}
+
 /// A configuration of Heron with a control socket, its zones written in
 /// `dir`: its port, the socket and the text.
 fn controlled(dir: &Path) -> (u16, PathBuf, String) {
