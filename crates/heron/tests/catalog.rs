@@ -965,6 +965,50 @@ fn a_member_moved_to_another_templates_folder_takes_its_copy_along() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A template change that moves a member to another folder keeps what
+/// zone-status knows of its last transfer (it was not transferred
+/// again), and the reload counts it re-pointed, as the log says it
+/// (black-box finding BF-2: TRANSFERRED blanked, "0 re-pointed").
+#[test]
+fn a_member_moved_by_a_template_change_keeps_its_transfer_time() {
+    let dir = work_dir("retemplate");
+    let listed = [("a", "a.test", Some("blue"))];
+    let (primary, consumer_port, _) = primary_listing(&dir, &listed);
+    let plain = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]);
+    let blue = dir.join("kept").join("blue");
+    let grouped = plain.replace(
+        "[catalog.group.blue]\n",
+        &format!(
+            "[catalog.group.blue]\nmembers-dir = \"{}\"\n",
+            blue.display()
+        ),
+    );
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &grouped)
+        .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
+    let socket = dir.join("ctl.sock");
+    let transferred = || {
+        let status = zone_status(&socket);
+        let row = status
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["zone"] == "a.test.")
+            .cloned();
+        row.map_or(serde_json::Value::Null, |r| r["transferred_at"].clone())
+    };
+    assert!(eventually(|| transferred().is_u64()), "{}", consumer.log());
+    let before = transferred();
+    let said = reconfigure(&consumer, &socket, &plain);
+    assert!(
+        said.contains("secondary zones re-pointed: a.test."),
+        "{said}"
+    );
+    assert!(eventually(|| dir.join("kept/members/a.test.zone").exists()));
+    assert_eq!(transferred(), before, "{}", consumer.log());
+    assert_serves_exactly(&consumer, &["a.test"], "moved");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Every file and folder below `dir`, relative to it, sorted, with each
 /// file's contents: what a test compares before and after.
 fn tree(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {

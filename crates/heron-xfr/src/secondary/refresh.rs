@@ -166,6 +166,12 @@ pub enum Command {
     Add(Arc<SecondaryZone>, Option<Arc<Zone>>),
     /// Stop keeping `origin` fresh; what is in flight for it is ignored.
     Remove(Name),
+    /// The zone of that origin with other primaries or another kept
+    /// file, serving `kept`: what is in flight for it is ignored, and its
+    /// history (when it was last transferred and checked, its counters)
+    /// stays, as a restart keeps it (black-box finding BF-2: a catalog
+    /// template change blanked its TRANSFERRED time).
+    Repoint(Arc<SecondaryZone>, Option<Arc<Zone>>),
     /// New `[secondary]` timer bounds (a reload): each zone takes them
     /// at its next check.
     SetBounds(TimerBounds),
@@ -520,6 +526,32 @@ impl Driver {
                     self.forget(zone);
                 }
             }
+            Command::Repoint(zone, kept) => self.repoint(zone, kept),
+        }
+    }
+
+    /// [`Command::Repoint`].
+    fn repoint(&mut self, zone: Arc<SecondaryZone>, kept: Option<Arc<Zone>>) {
+        let origin = zone.origin.clone();
+        let history = (self.ids.remove(&Entries(&self.zones), &origin)).map(|id| {
+            let old = self.entry(id).expect("listed");
+            let kept = (
+                old.transferred_at,
+                old.checked_at,
+                old.primary_serial,
+                old.inbound,
+            );
+            self.forget(id);
+            kept
+        });
+        self.add(zone, kept);
+        let id = self.ids.get(&Entries(&self.zones), &origin).copied();
+        if let (Some((transferred, checked, serial, inbound)), Some(id)) = (history, id) {
+            let entry = self.entry(id).expect("just added");
+            entry.transferred_at = transferred;
+            entry.checked_at = checked.or(entry.checked_at);
+            entry.primary_serial = serial;
+            entry.inbound = inbound;
         }
     }
 

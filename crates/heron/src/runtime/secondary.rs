@@ -498,6 +498,16 @@ impl Running {
             catalogs_changed: reconsumed.changed,
             ..SecondaryChanges::default()
         };
+        // Members a template change moves are counted as the log says
+        // them (black-box finding BF-2: "0 re-pointed").
+        changes.repointed = (reconsumed.steps.iter())
+            .filter_map(|step| match step {
+                Step::Repoint(member, _) => Some(member),
+                _ => None,
+            })
+            .filter(|m| !(self.zones.get(&OwnOrigin, &m.origin)).is_some_and(|r| same_zone(r, m)))
+            .map(|m| m.origin.clone())
+            .collect();
         let (mut added, mut to_delete) =
             self.take_steps(reconsumed.steps, next, primary, &from_files);
         let mut wanted: HashMap<Name, SecondaryZone> = wanted
@@ -780,13 +790,12 @@ impl Running {
     fn repoint(&mut self, zone: SecondaryZone, next: &Catalog, rewrite: bool) {
         let zone = Arc::new(zone);
         let origin = zone.origin.to_lowercase();
-        let _ = self.commands.send(Command::Remove(zone.origin.clone()));
         self.log_change(&zone, ZoneChange::Repointed);
         let serving = self.signed.start_from(&origin, next.get(&origin));
         if let (true, Some(version)) = (rewrite, &serving) {
             self.keeper.write(&zone, version.clone(), None);
         }
-        let _ = self.commands.send(Command::Add(zone.clone(), serving));
+        let _ = self.commands.send(Command::Repoint(zone.clone(), serving));
         // The new primaries are asked at once, not at the next refresh.
         let _ = (self.commands).send(Command::CheckSoon(zone.origin.clone()));
         self.kept_fresh.insert(origin);
