@@ -728,6 +728,7 @@ async fn serve(
     let secondary_origins = queries.secondaries.clone();
     let (keeper, refresh_commands) =
         start_secondaries(secondaries, &secondary_origins, &catalog, &transfers).await;
+    let refresh_stop = refresh_commands.clone();
     let service = Arc::new(
         (queries.service(catalog.clone(), server.answer.clone()))
             .with_zone_stats(transfers.zone_stats.clone())
@@ -772,12 +773,31 @@ async fn serve(
     wait_for_signals(&catalog, &files, &transfers, &stop_asked).await;
     tracing::info!("shutting down");
     notify::stopping();
+    stop_refreshing(refresh_stop).await;
     stop_transports(transports).await;
     if server.rrl.is_some() {
         log_rrl_totals(&service);
     }
     finish_writing(&process.query_log, keeper, &transfers);
     Ok(())
+}
+
+/// Stops the secondary zones' transfers (what they would bring is not
+/// kept: the next start asks again), waiting a second at most: the kept
+/// copies to write at the exit are only those received before.
+async fn stop_refreshing(
+    commands: Option<mpsc::UnboundedSender<heron_xfr::secondary::refresh::Command>>,
+) {
+    let Some(commands) = commands else {
+        return;
+    };
+    let (stopped, done) = tokio::sync::oneshot::channel();
+    if commands
+        .send(heron_xfr::secondary::refresh::Command::Stop(stopped))
+        .is_ok()
+    {
+        let _ = tokio::time::timeout(Duration::from_secs(1), done).await;
+    }
 }
 
 /// Once listening, tells our secondaries of every zone loaded (they may
@@ -1102,7 +1122,11 @@ fn finish_writing(
     if let Some(keeper) = keeper
         && !keeper.flush(Duration::from_secs(10))
     {
-        tracing::warn!("kept copies of secondary zones not all written within 10 s");
+        tracing::warn!(
+            "kept copies of secondary zones not all written within 10 s: a zone whose copy is \
+             not written is transferred again at the next start (until then it serves the copy \
+             written before, or SERVFAIL if none was)"
+        );
     }
     let failing = heron_xfr::secondary::keeper::failing_copies();
     if let Some((first, why)) = failing.first() {

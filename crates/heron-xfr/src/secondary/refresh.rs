@@ -177,6 +177,12 @@ pub enum Command {
     SetBounds(TimerBounds),
     /// Report every zone's state.
     Report(oneshot::Sender<Vec<ZoneReport>>),
+    /// The server is stopping: no exchange is started any more, those in
+    /// flight are dropped (what they would bring is not kept), and the
+    /// task ends, saying so on the channel (black-box finding BF-3:
+    /// transfers of a large catalog went on for seconds after SIGTERM,
+    /// and their copies were cut off unwritten at the exit).
+    Stop(oneshot::Sender<()>),
     /// Check `origin` now, with a full transfer if `full`, and say how it
     /// went once it is done; `Err` at once if it is not a secondary zone.
     /// Its exchanges are probes ([`PROBE`]), as a NOTIFY's is: a
@@ -226,6 +232,11 @@ pub async fn run(
             _ = sleep_until(driver.log.next_summary()) => driver.write_summaries(),
             Some(done) = driver.done.1.recv() => driver.finished(done),
             command = commands.recv(), if open => match command {
+                Some(Command::Stop(stopped)) => {
+                    driver.stop_all();
+                    let _ = stopped.send(());
+                    return;
+                }
                 Some(command) => driver.command(command),
                 None => open = false,
             },
@@ -527,6 +538,11 @@ impl Driver {
                 }
             }
             Command::Repoint(zone, kept) => self.repoint(zone, kept),
+            // Taken by the loop, which ends with it.
+            Command::Stop(stopped) => {
+                self.stop_all();
+                let _ = stopped.send(());
+            }
         }
     }
 
@@ -775,6 +791,14 @@ impl Driver {
     }
 
     /// Stops the exchanges of a zone removed; they count as ended now.
+    /// Drops every exchange queued and in flight.
+    fn stop_all(&mut self) {
+        self.urgent.clear();
+        self.waiting.clear();
+        let zones: Vec<ZoneId> = self.running.keys().copied().collect();
+        zones.into_iter().for_each(|zone| self.stop_exchanges(zone));
+    }
+
     fn stop_exchanges(&mut self, zone: ZoneId) {
         for (_, task) in self.running.remove(&zone).unwrap_or_default() {
             task.abort();
@@ -1630,6 +1654,37 @@ mod tests {
         driver.await.unwrap();
         assert_eq!(primary.seen().len(), queries);
         assert_eq!(published(), [1, 2]);
+    }
+
+    /// Told to stop, the task starts nothing more, drops what is in
+    /// flight (a primary that never answers here) and ends at once,
+    /// saying so (black-box finding BF-3: transfers went on for seconds
+    /// after SIGTERM). Zones whose turn had not come are never asked.
+    #[tokio::test]
+    async fn stop_ends_the_task_with_exchanges_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = silent.local_addr().unwrap();
+        let _udp = std::net::UdpSocket::bind(addr).unwrap();
+        let held = std::thread::spawn(move || silent.incoming().take(1).count());
+        let zones: Vec<_> = (0..MAX_IN_FLIGHT + 5)
+            .map(|i| {
+                let mut zone = (*secondary(&dir.path().join("kept"), addr)).clone();
+                zone.origin = Name::parse(&format!("z{i}.test")).unwrap();
+                (Arc::new(zone), None)
+            })
+            .collect();
+        let recorder = Arc::new(Recorder::default());
+        let (commands, received) = mpsc::unbounded_channel();
+        let driver = tokio::spawn(run(zones, context(recorder.clone()), received));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (stopped, done) = oneshot::channel();
+        commands.send(Command::Stop(stopped)).unwrap();
+        let ended = tokio::time::timeout(Duration::from_secs(5), driver).await;
+        assert!(ended.is_ok(), "the task ends");
+        assert!(done.await.is_ok(), "and says so");
+        assert!(recorder.published.lock().unwrap().is_empty());
+        drop(held);
     }
 
     /// A primary left alone after failing (a long outage) that NOTIFYs is
