@@ -498,16 +498,7 @@ impl Running {
             catalogs_changed: reconsumed.changed,
             ..SecondaryChanges::default()
         };
-        // Members a template change moves are counted as the log says
-        // them (black-box finding BF-2: "0 re-pointed").
-        changes.repointed = (reconsumed.steps.iter())
-            .filter_map(|step| match step {
-                Step::Repoint(member, _) => Some(member),
-                _ => None,
-            })
-            .filter(|m| !(self.zones.get(&OwnOrigin, &m.origin)).is_some_and(|r| same_zone(r, m)))
-            .map(|m| m.origin.clone())
-            .collect();
+        changes.repointed = self.repointed_members(&reconsumed.steps);
         let (mut added, mut to_delete) =
             self.take_steps(reconsumed.steps, next, primary, &from_files);
         let mut wanted: HashMap<Name, SecondaryZone> = wanted
@@ -702,6 +693,19 @@ impl Running {
     /// the zones to add and deleting the files of those removed or reset:
     /// returns both. `from_files` says which zones a reload loaded from
     /// files (a member forgotten for one keeps it served).
+    /// The members `steps` re-point, counted as the log says them
+    /// (black-box finding BF-2: "0 re-pointed").
+    fn repointed_members(&self, steps: &[Step]) -> Vec<Name> {
+        (steps.iter())
+            .filter_map(|step| match step {
+                Step::Repoint(member, _) => Some(member),
+                _ => None,
+            })
+            .filter(|m| !(self.zones.get(&OwnOrigin, &m.origin)).is_some_and(|r| same_zone(r, m)))
+            .map(|m| m.origin.clone())
+            .collect()
+    }
+
     fn take_steps(
         &mut self,
         steps: Vec<Step>,
