@@ -898,7 +898,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
         .map(|w| format!("{}: {w}", path.display()))
         .collect();
     problems.extend(check_unique_origins(&zones));
-    let shared = check_shared_files(&zones, &secondaries, &generated, &policies);
+    let shared = check_shared_files(&zones, (&secondaries, &consumed), &generated, &policies);
     problems.extend(shared);
     let control = file.server.control.as_ref().map(|p| base.join(p));
     problems.extend(control.as_deref().and_then(control_path_problem));
@@ -2017,13 +2017,14 @@ pub fn parse_zone_arg(arg: &str) -> Result<ZoneSpec, String> {
 /// another zone also uses, or one zone in two ways: see [`shared_files`].
 fn check_shared_files(
     zones: &[ZoneSpec],
-    secondaries: &[SecondaryZone],
+    (secondaries, consumed): (&[SecondaryZone], &[CatalogConfig]),
     catalogs: &[GeneratedCatalog],
     policies: &HashMap<Name, ZonePolicy>,
 ) -> Vec<String> {
-    use shared_files::Use;
+    use shared_files::{TEMPORARY, Use, beside};
     let kept: HashSet<&Name> = secondaries.iter().map(|s| &s.origin).collect();
     let generated: HashSet<&Name> = catalogs.iter().map(|c| &c.origin).collect();
+    let consumed: HashSet<&Name> = consumed.iter().map(|c| &c.zone).collect();
     let files = zones.iter().flat_map(|z| {
         let policy = policies.get(&z.origin);
         let updated = policy.is_some_and(|p| p.takes_updates());
@@ -2038,13 +2039,40 @@ fn check_shared_files(
         };
         let journal = policy.and_then(|p| p.journal_file.as_deref());
         let own = std::iter::once((&z.origin, what, Cow::Borrowed(z.file.as_path())));
+        let catalog_state = [".consumed", ".ceded"]
+            .into_iter()
+            .filter(|_| consumed.contains(&z.origin))
+            .map(|suffix| {
+                (
+                    &z.origin,
+                    Use::CatalogState,
+                    Cow::Owned(beside(&z.file, suffix)),
+                )
+            });
         own.chain(files_beside(z, updated, journal))
+            .chain(catalog_state)
     });
-    let journals = policies.iter().filter_map(|(origin, policy)| {
-        let file = policy.journal_file.as_deref()?;
-        Some((origin, Use::Journal, Cow::Borrowed(file)))
+    let journals = policies.iter().flat_map(|(origin, policy)| {
+        let file = policy.journal_file.as_deref();
+        let seen = file.map(|f| {
+            (
+                origin,
+                Use::SeenNotes,
+                Cow::Owned(beside(f, shared_files::SEEN)),
+            )
+        });
+        (file
+            .map(|f| (origin, Use::Journal, Cow::Borrowed(f)))
+            .into_iter())
+        .chain(seen)
     });
-    shared_files::conflicts(files.chain(journals))
+    let uses: Vec<shared_files::FileUse> = files.chain(journals).collect();
+    // Each file written whole is written to its `.tmp` first.
+    let temporaries: Vec<shared_files::FileUse> = (uses.iter())
+        .filter(|(_, what, _)| *what != Use::ZoneFile)
+        .map(|(zone, _, path)| (*zone, Use::Temporary, Cow::Owned(beside(path, TEMPORARY))))
+        .collect();
+    shared_files::conflicts(uses.into_iter().chain(temporaries))
 }
 
 /// The files Heron writes beside a zone's file (or kept copy), `updated`
@@ -3407,6 +3435,27 @@ udp-coalesce-us = 1001
             (
                 zone("s.test", "z.zone", signed) + &zone("k.test", "z.zone.key-directory", ""),
                 "(key directory note",
+            ),
+            (
+                // BF-5: a file named like a consumed catalog's state, or
+                // like the temporary file of a file Heron writes.
+                "[[catalog]]\nzone = \"cat.test\"\nfile = \"b.zone\"\nprimaries = [\"192.0.2.1\"]\nmembers-dir = \"m\"\n"
+                    .to_string()
+                    + &zone("q.test", "b.zone.ceded", ""),
+                "(consumed catalog state",
+            ),
+            (
+                secondary("b.test", "s.zone") + &zone("r.test", "s.zone.tmp", ""),
+                "zone b.test. (temporary file",
+            ),
+            (
+                zone("b.test", "t.zone", "primaries = [\"192.0.2.1\"]\nallow-transfer = [\"::1\"]")
+                    + &zone("r.test", "t.zone.jnl.tmp", ""),
+                "(temporary file",
+            ),
+            (
+                zone("a.test", "a.zone", transfer) + &zone("b.test", "a.zone.jnl.seen", ""),
+                "(updates answered",
             ),
         ];
         for (text, want) in cases {

@@ -45,6 +45,17 @@ pub enum Use {
     /// Written when the zone changes under the same serial ([`REUSED`],
     /// beside its journal).
     ReusedMark,
+    /// Written by each version of a consumed catalog: the version taken
+    /// (`FILE.consumed`) and the members it lists but does not own
+    /// (`FILE.ceded`), beside its kept copy.
+    CatalogState,
+    /// Written by each signed UPDATE answered ahead of the clock
+    /// ([`SEEN`], beside its journal).
+    SeenNotes,
+    /// Where a file Heron writes is written first, then renamed over it
+    /// (`FILE.tmp`): another zone's file there is replaced (black-box
+    /// finding BF-5).
+    Temporary,
 }
 
 /// Beside a signed zone's file (or kept copy): its signed version.
@@ -61,6 +72,11 @@ pub const FROZEN: &str = ".frozen";
 /// Beside a zone's journal: the serial it was served with two contents
 /// under, from which no IXFR starts.
 pub const REUSED: &str = heron_xfr::journal::files::REUSED_MARK;
+/// Beside a zone's journal: the signed UPDATEs answered that a restart
+/// would not refuse (`runtime::update_seen`).
+pub const SEEN: &str = ".seen";
+/// Beside every file Heron writes whole: the new version, until renamed.
+pub const TEMPORARY: &str = ".tmp";
 
 /// The file named as `file` with `suffix` added (`FILE.signed`): where
 /// Heron keeps what it writes for a zone beside its file.
@@ -90,6 +106,9 @@ impl fmt::Display for Use {
             Use::Rejected => "rejected edit (written by a reload)",
             Use::FreezeMark => "freeze mark (written by heron ctl freeze)",
             Use::ReusedMark => "reused serial mark (written when the serial did not move)",
+            Use::CatalogState => "consumed catalog state (written by every version of it)",
+            Use::SeenNotes => "updates answered (written by signed updates)",
+            Use::Temporary => "temporary file (written, then renamed over a file Heron writes)",
         })
     }
 }

@@ -31,9 +31,7 @@ struct Note {
 static NOTES: LazyLock<Mutex<HashMap<PathBuf, Vec<Note>>>> = LazyLock::new(Default::default);
 
 fn notes_path(journal: &Path) -> PathBuf {
-    let mut name = journal.as_os_str().to_owned();
-    name.push(".seen");
-    PathBuf::from(name)
+    crate::config::shared_files::beside(journal, crate::config::shared_files::SEEN)
 }
 
 /// Whether the request `digest` was answered for the zone whose journal
