@@ -1009,6 +1009,49 @@ fn a_member_moved_by_a_template_change_keeps_its_transfer_time() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A consumed catalog with `notify` tells downstream servers of each new
+/// version of it, as a secondary `[[zone]]` does, so that consumers
+/// further down follow its members at once (black-box finding BF-4:
+/// `[[catalog]]` had no `notify`, and they waited for the refresh).
+#[test]
+fn a_consumed_catalog_notifies_downstream() {
+    let dir = work_dir("downstream");
+    let (primary, consumer_port, catalog_file) = primary_listing(&dir, &[("a", "a.test", None)]);
+    let downstream = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let notify = format!(
+        "notify = [\"{}\"]\nmembers-dir",
+        downstream.local_addr().unwrap()
+    );
+    let config = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]).replacen(
+        "members-dir",
+        &notify,
+        1,
+    );
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
+        .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
+    assert_serves_exactly(&consumer, &["a.test"], "first");
+    std::fs::write(&catalog_file, catalog_text(2, &[])).unwrap();
+    primary.reload();
+    downstream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let catalog = heron_proto::Name::parse(CATALOG).unwrap();
+    let told = (0..20).any(|_| {
+        let mut buf = [0u8; 512];
+        let Ok(n) = downstream.recv(&mut buf) else {
+            return false;
+        };
+        let opcode = (buf[2] >> 3) & 0x0f;
+        let wire = catalog.as_wire();
+        opcode == 4
+            && buf[..n]
+                .windows(wire.len())
+                .any(|w| w.eq_ignore_ascii_case(wire))
+    });
+    assert!(told, "no NOTIFY of {CATALOG}\n{}", consumer.log());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Every file and folder below `dir`, relative to it, sorted, with each
 /// file's contents: what a test compares before and after.
 fn tree(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {

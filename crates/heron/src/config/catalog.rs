@@ -30,6 +30,12 @@ pub struct CatalogEntry {
     /// Who may transfer the catalog zone itself from us.
     #[serde(default)]
     pub allow_transfer: Vec<String>,
+    /// Who is told of each new version of the catalog zone (NOTIFY), as
+    /// a secondary `[[zone]]`'s `notify`: consumers downstream learn of
+    /// members added and removed at once, not at the catalog's refresh
+    /// (black-box finding BF-4: there was no way to tell them).
+    #[serde(default)]
+    pub notify: Vec<String>,
     /// The folder member zones are kept in, one file each.
     pub members_dir: PathBuf,
     /// Members whose group has no template of its own (and those without
@@ -208,7 +214,7 @@ impl CatalogEntry {
             allow_transfer: &self.allow_transfer,
             allow_notify: &[],
             allow_query: None,
-            notify: &[],
+            notify: &self.notify,
             primaries: &self.primaries,
             journal: None,
             catalog_member: None,

@@ -1113,6 +1113,7 @@ impl<'a> Interpreter<'a> {
                     zone: zone.origin,
                     primaries: zone.primaries,
                     allow_transfer: zone.allow_transfer,
+                    notify: zone.notify,
                     member_primaries,
                     member_allow_transfer,
                     member_allow_notify: Vec::new(),
@@ -1618,11 +1619,13 @@ mod tests {
     fn catalog_zones_become_catalogs_and_signing_is_listed() {
         let dir = tempfile::tempdir().unwrap();
         let text = "options { catalog-zones { zone \"cat.test\" default-primaries { 192.0.2.1; } in-memory yes; }; };\n\
-                    zone \"cat.test\" { type secondary; primaries { 192.0.2.1; }; };\n\
+                    zone \"cat.test\" { type secondary; primaries { 192.0.2.1; }; also-notify { 192.0.2.7; }; };\n\
                     zone \"signed.test\" { type primary; file \"s\"; dnssec-policy default; };\n";
         let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
         assert_eq!(got.catalogs.len(), 1);
         assert_eq!(got.catalogs[0].member_primaries[0].heron(), "192.0.2.1");
+        // The catalog's own NOTIFY targets (black-box finding BF-4).
+        assert_eq!(got.catalogs[0].notify[0].heron(), "192.0.2.7");
         assert_eq!(got.zones.len(), 1);
         assert!(got.notes.iter().any(|n| n.setting.contains("in-memory")));
         assert!(

@@ -1125,6 +1125,7 @@ impl Interpreter {
             zone: zone.origin,
             primaries: zone.primaries,
             allow_transfer: zone.allow_transfer,
+            notify: zone.notify,
             member_primaries: Vec::new(),
             member_allow_transfer: Vec::new(),
             member_allow_notify: Vec::new(),
@@ -1398,12 +1399,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let text = "remote:\n  - id: p\n    address: 192.0.2.1\n\
                     template:\n  - id: members\n    master: p\n\
-                    zone:\n  - domain: cat.test\n    master: p\n    catalog-role: interpret\n    catalog-template: members\n\
+                    zone:\n  - domain: cat.test\n    master: p\n    notify: p\n    catalog-role: interpret\n    catalog-template: members\n\
                     \x20 - domain: gen.test\n    catalog-role: generate\n\
                     \x20 - domain: m.test\n    catalog-role: member\n    catalog-zone: gen.test\n    catalog-group: gold\n";
         let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
         assert_eq!(got.catalogs[0].zone, "cat.test");
         assert_eq!(got.catalogs[0].member_primaries[0].heron(), "192.0.2.1");
+        // The catalog's own NOTIFY targets (black-box finding BF-4).
+        assert_eq!(got.catalogs[0].notify[0].heron(), "192.0.2.1");
         assert!(got.zones[0].catalog_generate);
         assert_eq!(got.zones[1].catalog_member.as_deref(), Some("gen.test"));
         assert_eq!(got.zones[1].catalog_group.as_deref(), Some("gold"));

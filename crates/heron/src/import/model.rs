@@ -319,6 +319,8 @@ pub struct CatalogConsumer {
     pub zone: String,
     pub primaries: Vec<Peer>,
     pub allow_transfer: Vec<Rule>,
+    /// Told of each new version of the catalog zone itself.
+    pub notify: Vec<Peer>,
     /// The members' primaries when not the catalog's.
     pub member_primaries: Vec<Peer>,
     pub member_allow_transfer: Vec<Rule>,

@@ -996,6 +996,7 @@ impl Interpreter {
             zone: zone.origin,
             primaries: zone.primaries,
             allow_transfer: zone.allow_transfer,
+            notify: zone.notify,
             member_primaries: Vec::new(),
             member_allow_transfer: Vec::new(),
             member_allow_notify: Vec::new(),

@@ -239,6 +239,7 @@ fn catalog_table(out: &mut String, catalog: &CatalogConsumer) {
     string(out, "file", &format!("{SECONDARY_DIR}/{stem}.zone"));
     peers(out, "primaries", &catalog.primaries);
     rules_list(out, "allow-transfer", &catalog.allow_transfer);
+    peers(out, "notify", &catalog.notify);
     string(
         out,
         "members-dir",
