@@ -1546,3 +1546,38 @@ fn a_dynamic_zone_gone_insecure_keeps_its_serial_when_its_policy_is_removed() {
         restarted.log()
     );
 }
+
+/// A signed zone whose serial updates moved 2^31 and more past its
+/// file's (the serial reset of RFC 1982: add less than 2^31, then set
+/// the target) goes on past the serial served at a restart, not back to
+/// its file's, which was served before with other content (black-box
+/// finding BE-1: 4000000001, then 1 again).
+#[test]
+fn a_restart_goes_on_past_a_serial_moved_far_by_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let never = "zonefile-sync = \"never\"";
+    let server = start_with(dir.path(), "", never);
+    let addr = server.addr();
+    for serial in [2_000_000_000u32, 4_000_000_000] {
+        let soa = format!(
+            "update add {ZONE} 300 SOA ns.{ZONE} hostmaster.{ZONE} {serial} 3600 600 86400 60"
+        );
+        assert_eq!(nsupdate(addr, &soa), "NOERROR", "{}", server.log());
+    }
+    let add = format!("update add after.{ZONE} 300 A 192.0.2.1");
+    assert_eq!(nsupdate(addr, &add), "NOERROR");
+    let served = zone_serial(addr, ZONE).unwrap();
+    assert!(served > 4_000_000_000, "{served}");
+    drop(server);
+    let restarted = start_with(dir.path(), "", never);
+    let serial = zone_serial(restarted.addr(), ZONE).unwrap();
+    // Serial arithmetic calls the file's 1 newer than 4000000001 too.
+    let step = serial.wrapping_sub(served);
+    assert!(
+        (1..100).contains(&step),
+        "serial {serial} after {served}\n{}",
+        restarted.log()
+    );
+    let out = kdig(restarted.addr(), &[&format!("after.{ZONE}"), "A", "+short"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("192.0.2.1"));
+}

@@ -2,7 +2,7 @@
 //! are none), and the signing of a zone as loaded from its file.
 
 use std::borrow::Borrow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
@@ -396,7 +396,14 @@ fn sign_step<Z: Borrow<Zone>>(
             read_served_serial(&signing.key_directory, &origin),
         ),
     };
-    config.serial = next_serial(zone.get().serial(), served);
+    config.serial = match unedited_since_signed().contains(&origin.to_lowercase()) {
+        // Its file is the one a signing served `served` from (or one
+        // before): its serial is no news, whatever serial arithmetic
+        // says of it (black-box finding BE-1: updates took the serial
+        // 2^31 past the file's, and a restart served the file's again).
+        true => served.map(|s| s.wrapping_add(1)),
+        false => next_serial(zone.get().serial(), served),
+    };
     // A zone gone insecure has no key left: it is served unsigned.
     let unsigned = policy.insecure && step.keys.is_empty();
     let signed = match (policy.zonemd, unsigned) {
@@ -476,6 +483,40 @@ fn served_serial_path(dir: &Path, origin: &Name) -> std::path::PathBuf {
         "{}.heron-serial",
         if zone.is_empty() { "root" } else { zone }
     ))
+}
+
+/// The signed zones (lower-cased origins) whose file, about to be
+/// signed, was last written before the zone's last signing: its serial
+/// is not the operator's new one ([`note_unedited_file`]).
+fn unedited_since_signed() -> std::sync::MutexGuard<'static, HashSet<Name>> {
+    static UNEDITED: OnceLock<Mutex<HashSet<Name>>> = OnceLock::new();
+    let set = UNEDITED.get_or_init(Default::default);
+    set.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Before `origin`'s `file` is signed under `signing`: notes whether the
+/// file was last written before the zone's last signing (the serial kept
+/// is newer than the file), so that the signing goes one past the serial
+/// served rather than taking the file's by serial arithmetic, which a
+/// serial moved 2^31 or more by updates turns around.
+pub fn note_unedited_file(origin: &Name, file: &Path, signing: &Signing) {
+    let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
+    let kept = served_serial_path(&signing.key_directory, origin);
+    let unedited = match (modified(file), modified(&kept)) {
+        (Some(file), Some(signed)) => file < signed,
+        _ => false,
+    };
+    let mut set = unedited_since_signed();
+    match unedited {
+        true => set.insert(origin.to_lowercase()),
+        false => set.remove(&origin.to_lowercase()),
+    };
+}
+
+/// After the signing [`note_unedited_file`] was for (which may not have
+/// needed it): no later signing of another version takes the note.
+pub fn forget_unedited_file(origin: &Name) {
+    unedited_since_signed().remove(&origin.to_lowercase());
 }
 
 fn read_served_serial(dir: &Path, origin: &Name) -> Option<u32> {

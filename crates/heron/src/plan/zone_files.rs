@@ -1166,8 +1166,12 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
     });
     let zone = match &spec.signing {
         Some(signing) => {
+            use crate::plan::signing::{forget_unedited_file, note_unedited_file};
+            note_unedited_file(&spec.origin, &spec.file, signing);
             let served = previous.map(|p| &**p);
-            match sign_reloaded(loaded.zone, served, signing, file_serial_before)? {
+            let signed = sign_reloaded(loaded.zone, served, signing, file_serial_before);
+            forget_unedited_file(&spec.origin);
+            match signed? {
                 Some(zone) => zone,
                 None => return Ok((None, stamp)),
             }
