@@ -190,6 +190,15 @@ fn peer_primary(kind: ServerKind, tls: bool) {
             && log.contains(&format!("IXFR from {from} to serial 2")),
         "{log}"
     );
+    // The IXFR line says what it carried besides the zone's size
+    // (black-box finding BF-6: the size alone read as a whole zone sent).
+    let ixfr = log
+        .lines()
+        .find(|l| l.contains(&format!("IXFR from {from} to serial 2")));
+    assert!(
+        ixfr.is_some_and(|l| l.contains("1 steps, ") && l.contains("records changed; zone of ")),
+        "{log}"
+    );
     assert!(
         !log.contains("refresh from") && !log.contains("trying AXFR"),
         "{log}"
