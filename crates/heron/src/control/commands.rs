@@ -793,6 +793,7 @@ impl Controller {
             "unchanged": outcome.unchanged,
             "failed": outcome.failed,
             "still_failing": outcome.still_failing,
+            "signed_again": outcome.signed_again,
             "removed": outcome.removed.len(),
             "warnings": outcome.warnings,
             "milliseconds": took.as_millis() as u64,

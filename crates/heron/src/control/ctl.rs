@@ -47,7 +47,9 @@ pub enum CtlCommand {
     /// configuration's zone list), and wait until they are served.
     /// Exits 1 if a zone failed to load (its previous version keeps
     /// serving), 4 if a zone named has no file to read (unknown, or a
-    /// secondary zone: nothing is reloaded then). A zone not named that
+    /// secondary zone not signed here: nothing is reloaded then); a
+    /// secondary zone signed here is signed again from the version last
+    /// received ("signed again" in the answer). A zone not named that
     /// fails as it did at the last reload, its file unchanged, is said
     /// "still failing" and does not fail the command.
     Reload {

@@ -294,6 +294,9 @@ pub struct Outcome {
     /// Zones that failed as at the last load, their files unchanged: said,
     /// but not a failure of this load ([`Outcome::is_ok`]).
     pub still_failing: usize,
+    /// Secondary zones signed here signed again from the version last
+    /// received (asked for by name, or their policy changed).
+    pub signed_again: usize,
     /// Zones from files newly configured.
     pub added: Vec<Name>,
     /// Zones no longer in the configuration, no longer served.
@@ -341,6 +344,11 @@ impl Outcome {
             "{} zones re-read, {} unchanged, {} failed",
             self.loaded, self.unchanged, self.failed
         );
+        if self.signed_again > 0 {
+            // Black-box finding BE-2: "0 zones re-read" was all it said.
+            let n = self.signed_again;
+            line.push_str(&format!(", {n} secondary zones signed again"));
+        }
         if self.still_failing > 0 {
             let n = self.still_failing;
             line.push_str(&format!(", {n} still failing (files unchanged)"));

@@ -286,6 +286,7 @@ fn rebuild(
     let marked = maybe_marked(&current, &next, xfr, &files);
     drop(files);
     let signed = (xfr.signed_secondaries).resign(&mut next, selection.zones.as_ref(), &resigned);
+    outcome.signed_again = signed.len();
     if let Some(running) = xfr.secondaries.lock().unwrap().as_ref() {
         signed
             .iter()
