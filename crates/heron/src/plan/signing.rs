@@ -377,33 +377,7 @@ fn sign_step<Z: Borrow<Zone>>(
     // finding: RRSIGs expired while served).
     let check = REFRESH_CHECK.as_secs() as u32;
     config.refresh = config.refresh.saturating_add(check);
-    // After a restart the version served last is gone; its serial is kept.
-    // A zone served unsigned meanwhile (its policy taken away, the file's
-    // older serial served) goes on from the newer of the two: from the
-    // unsigned one it went below what secondaries held (black-box
-    // finding: they kept the old version).
-    // The version served before may have been lost, or be older than the
-    // last served (a journal lost or cut short): the serial kept then is
-    // passed all the same (black-box finding: 301 served, 203 after a
-    // restart without the journal).
-    let served = match previous {
-        Some(signed) if signed.apex().rrset(RType::DNSKEY).is_some() => newer_serial(
-            Some(signed.serial()),
-            served_serial_at_start(&signing.key_directory, &origin),
-        ),
-        unsigned => newer_serial(
-            unsigned.map(Zone::serial),
-            read_served_serial(&signing.key_directory, &origin),
-        ),
-    };
-    config.serial = match unedited_since_signed().contains(&origin.to_lowercase()) {
-        // Its file is the one a signing served `served` from (or one
-        // before): its serial is no news, whatever serial arithmetic
-        // says of it (black-box finding BE-1: updates took the serial
-        // 2^31 past the file's, and a restart served the file's again).
-        true => served.map(|s| s.wrapping_add(1)),
-        false => next_serial(zone.get().serial(), served),
-    };
+    config.serial = serial_of_signing(zone.get(), previous, signing);
     // A zone gone insecure has no key left: it is served unsigned.
     let unsigned = policy.insecure && step.keys.is_empty();
     let signed = match (policy.zonemd, unsigned) {
@@ -424,6 +398,39 @@ fn sign_step<Z: Borrow<Zone>>(
     .map_err(|e| failed(format!("cannot sign: {e}")))?;
     write_served_serial(&signing.key_directory, &origin, signed.zone.serial()).map_err(failed)?;
     Ok(signed)
+}
+
+/// The serial a whole signing of `zone` gives it (None: its own), the
+/// version served before being `previous`.
+fn serial_of_signing(zone: &Zone, previous: Option<&Zone>, signing: &Signing) -> Option<u32> {
+    let origin = zone.origin();
+    // After a restart the version served last is gone; its serial is kept.
+    // A zone served unsigned meanwhile (its policy taken away, the file's
+    // older serial served) goes on from the newer of the two: from the
+    // unsigned one it went below what secondaries held (black-box
+    // finding: they kept the old version).
+    // The version served before may have been lost, or be older than the
+    // last served (a journal lost or cut short): the serial kept then is
+    // passed all the same (black-box finding: 301 served, 203 after a
+    // restart without the journal).
+    let served = match previous {
+        Some(signed) if signed.apex().rrset(RType::DNSKEY).is_some() => newer_serial(
+            Some(signed.serial()),
+            served_serial_at_start(&signing.key_directory, origin),
+        ),
+        unsigned => newer_serial(
+            unsigned.map(Zone::serial),
+            read_served_serial(&signing.key_directory, origin),
+        ),
+    };
+    match unedited_since_signed().contains(&origin.to_lowercase()) {
+        // Its file is the one a signing served `served` from (or one
+        // before): its serial is no news, whatever serial arithmetic
+        // says of it (black-box finding BE-1: updates took the serial
+        // 2^31 past the file's, and a restart served the file's again).
+        true => served.map(|s| s.wrapping_add(1)),
+        false => next_serial(zone.serial(), served),
+    }
 }
 
 /// The apex DNSKEY records of `zone` that are none of `keys`: a zone file
