@@ -1052,6 +1052,86 @@ fn a_consumed_catalog_notifies_downstream() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A restart with another `members-dir` takes the copies from the old
+/// folder, and one back to the old folder takes the newer copies, not
+/// the ones left there (black-box finding BF-7: serial 2 served, then 1
+/// from a copy left in the folder used before).
+#[test]
+fn a_restart_with_another_members_dir_takes_the_newest_copies_along() {
+    let dir = work_dir("members-dir");
+    let (primary, consumer_port, _) = primary_listing(&dir, &[("a", "a.test", None)]);
+    let first = consumer_config(consumer_port, primary.addr(), &dir, &[CATALOG]);
+    let (folder_a, folder_b) = (dir.join("kept/members"), dir.join("kept/other"));
+    // The server's configuration with its members kept in `to` instead.
+    let move_to = |server: &ServerProcess, from: &Path, to: &Path| {
+        let toml = server.dir().join("heron.toml");
+        let text = std::fs::read_to_string(&toml).unwrap();
+        let dir_line = |d: &Path| format!("members-dir = \"{}\"", d.display());
+        let moved = text.replace(&dir_line(from), &dir_line(to));
+        assert_ne!(text, moved);
+        std::fs::write(&toml, moved).unwrap();
+    };
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &first)
+        .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
+    assert!(
+        eventually(|| folder_a.join("a.test.zone").exists()),
+        "{}",
+        consumer.log()
+    );
+    move_to(&consumer, &folder_a, &folder_b);
+    let consumer = restarted(consumer, CATALOG);
+    assert_eq!(
+        zone_serial(consumer.addr(), "a.test"),
+        Some(1),
+        "{}",
+        consumer.log()
+    );
+    assert!(
+        !folder_a.join("a.test.zone").exists(),
+        "taken along: {}",
+        consumer.log()
+    );
+    let member = dir.join("a.test.zone");
+    std::fs::write(
+        &member,
+        member_text("a.test").replace(" 1 3600 ", " 2 3600 "),
+    )
+    .unwrap();
+    primary.reload();
+    assert!(eventually(
+        || zone_serial(primary.addr(), "a.test") == Some(2)
+    ));
+    let socket = dir.join("ctl.sock");
+    ctl(&socket, &["refresh", "a.test"]);
+    assert_eq!(zone_serial(consumer.addr(), "a.test"), Some(2));
+    let copy_b = folder_b.join("a.test.zone");
+    assert!(
+        eventually(|| file_serial(&copy_b) == Some(2)),
+        "{}",
+        consumer.log()
+    );
+    // A copy left behind in the first folder (a crash in a move) is
+    // older: not served.
+    std::fs::create_dir_all(&folder_a).unwrap();
+    std::fs::write(folder_a.join("a.test.zone"), "stale").unwrap();
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(folder_a.join("a.test.zone"))
+        .unwrap()
+        .set_modified(past)
+        .unwrap();
+    move_to(&consumer, &folder_b, &folder_a);
+    let consumer = restarted(consumer, CATALOG);
+    assert_eq!(
+        zone_serial(consumer.addr(), "a.test"),
+        Some(2),
+        "{}",
+        consumer.log()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Every file and folder below `dir`, relative to it, sorted, with each
 /// file's contents: what a test compares before and after.
 fn tree(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {

@@ -2039,7 +2039,7 @@ fn check_shared_files(
         };
         let journal = policy.and_then(|p| p.journal_file.as_deref());
         let own = std::iter::once((&z.origin, what, Cow::Borrowed(z.file.as_path())));
-        let catalog_state = [".consumed", ".ceded"]
+        let catalog_state = [".consumed", ".ceded", ".members-dirs"]
             .into_iter()
             .filter(|_| consumed.contains(&z.origin))
             .map(|suffix| {

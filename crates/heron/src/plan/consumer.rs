@@ -112,6 +112,21 @@ impl Consumers {
         (self.catalogs.get(origin)).is_some_and(|c| c.consumed.is_some())
     }
 
+    /// The members' folders of catalog `origin` (lower-cased) as
+    /// configured now: its templates' `members-dir`s, each once.
+    pub fn member_dirs(&self, origin: &Name) -> Vec<PathBuf> {
+        let Some(consumer) = self.catalogs.get(origin) else {
+            return Vec::new();
+        };
+        let config = &consumer.config;
+        let mut dirs: Vec<PathBuf> = (config.default.iter().chain(config.groups.values()))
+            .map(|t| t.dir.clone())
+            .collect();
+        dirs.sort();
+        dirs.dedup();
+        dirs
+    }
+
     /// The consumed catalogs (lower-cased), sorted.
     pub fn names(&self) -> Vec<Name> {
         let mut names: Vec<Name> = self.catalogs.keys().cloned().collect();

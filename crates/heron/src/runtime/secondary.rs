@@ -204,11 +204,33 @@ pub fn members_at_start(
             members.len()
         );
     }
+    take_up_left_copies(consumers, zones, &members);
     let origins = members.iter().map(|z| z.origin.clone());
     let policies = origins.zip(policies).collect();
     kept.extend(load_kept(&members));
     zones.extend(members);
     policies
+}
+
+/// For each consumed catalog among `zones`: its members' copies in a
+/// folder it no longer uses, taken up or deleted
+/// ([`super::member_dirs`]), before the copies are read.
+fn take_up_left_copies(consumers: &Consumers, zones: &[SecondaryZone], members: &[SecondaryZone]) {
+    for catalog in zones
+        .iter()
+        .filter(|z| consumers.is_catalog(&z.origin.to_lowercase()))
+    {
+        let origin = catalog.origin.to_lowercase();
+        let its: Vec<&SecondaryZone> = (members.iter())
+            .filter(|m| {
+                m.catalog
+                    .as_ref()
+                    .is_some_and(|c| c.to_lowercase() == origin)
+            })
+            .collect();
+        let dirs = consumers.member_dirs(&origin);
+        super::member_dirs::take_up_left_copies(&catalog.kept_path(), &dirs, &its);
+    }
 }
 
 /// Longest pause between two catalog rebuilds (see [`RebuildPacer`]).
@@ -499,6 +521,7 @@ impl Running {
             ..SecondaryChanges::default()
         };
         changes.repointed = self.repointed_members(&reconsumed.steps);
+        self.note_member_dirs();
         let (mut added, mut to_delete) =
             self.take_steps(reconsumed.steps, next, primary, &from_files);
         let mut wanted: HashMap<Name, SecondaryZone> = wanted
@@ -693,6 +716,18 @@ impl Running {
     /// the zones to add and deleting the files of those removed or reset:
     /// returns both. `from_files` says which zones a reload loaded from
     /// files (a member forgotten for one keeps it served).
+    /// Notes the members' folders of every consumed catalog, with those
+    /// noted before: a start after a crash in a move finds the copies
+    /// left behind ([`super::member_dirs`]).
+    fn note_member_dirs(&self) {
+        for origin in self.consumers.names() {
+            if let Some(zone) = self.zones.get(&OwnOrigin, &origin) {
+                let dirs = self.consumers.member_dirs(&origin);
+                super::member_dirs::note(&zone.kept_path(), &dirs, true);
+            }
+        }
+    }
+
     /// The members `steps` re-point, counted as the log says them
     /// (black-box finding BF-2: "0 re-pointed").
     fn repointed_members(&self, steps: &[Step]) -> Vec<Name> {
@@ -919,6 +954,7 @@ fn delete_kept(file: &std::path::Path, told: bool) {
         &consumed_copy(file),
         &ceded_copy(file),
         &signed_copy(file),
+        &crate::config::shared_files::beside(file, super::member_dirs::MEMBER_DIRS),
     ];
     for path in paths {
         match std::fs::remove_file(path) {
