@@ -588,3 +588,37 @@ fn a_restart_that_finds_an_older_signed_copy_signs_past_the_serial_served() {
     );
     check_valid(addr, &axfr(addr), "new", true);
 }
+
+/// A hidden primary whose zone carries DNSSEC records of its own, with a
+/// broken NSEC3 chain: Heron serves its own chain in their place, and a
+/// restart does not warn of the primary's chain in the kept copy, which
+/// is not served (black-box finding BE-3: "proofs of denial near it will
+/// not validate" at every start).
+#[test]
+fn a_primarys_own_broken_chain_is_not_warned_of_at_a_restart() {
+    let key =
+        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw==";
+    let extra = format!(
+        "@ DNSKEY 257 3 13 {key}\n@ NSEC3PARAM 1 0 0 -\n\
+         zz NSEC3 1 0 0 - 6o4v41ervfni7nv3nbip1300q0iho0vb A\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("primary.zone");
+    std::fs::write(&file, zone_text(1, &extra)).unwrap();
+    let (heron_port, down_port) = (free_port(), free_port());
+    let primary = knot_primary(&file, heron_port);
+    let config = heron_config(heron_port, primary.addr(), down_port, dir.path(), "");
+    let mut heron = start_heron(heron_port, &config);
+    let addr = heron.addr();
+    assert!(
+        eventually(|| kept_serial(dir.path()) == Some(1)),
+        "{}",
+        heron.log()
+    );
+    check_valid(addr, &axfr(addr), "www", true);
+    heron.kill();
+    let heron = start_heron(heron_port, &config);
+    let log = heron.log();
+    assert!(!log.contains("chain broken"), "{log}");
+    check_valid(heron.addr(), &axfr(heron.addr()), "www", true);
+}
