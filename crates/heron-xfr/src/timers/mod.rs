@@ -819,7 +819,7 @@ impl Timers {
             let full = timers.expire;
             let left = z.expire_at.map(|at| at.saturating_duration_since(now));
             let expires_in = expire.expires_in(full, left);
-            z.next_check = now + timers.refresh;
+            z.next_check = now + check_in(timers.refresh, timers.retry, expires_in);
             z.expire_at = Some(now + expires_in);
             // Dated so that a restart counts the same expire time down
             // (it takes the SOA's expire less the copy's age).
@@ -856,6 +856,18 @@ impl Timers {
         };
         self.queue.move_to(zone, wake);
     }
+}
+
+/// When to check next after a check that succeeded: a refresh interval
+/// on, but a retry interval before the zone expires (`expires_in`) when
+/// that comes first, so that the zone never expires waiting for a check
+/// scheduled past its expiry; never sooner than a retry interval (or
+/// the refresh, if shorter). A primary's EDNS EXPIRE shorter than the
+/// refresh (the SOA's, or raised by `min-refresh`) made the zone expire,
+/// SERVFAIL, until a check scheduled after it (black-box finding BF-9).
+fn check_in(refresh: Duration, retry: Duration, expires_in: Duration) -> Duration {
+    let soonest = retry.min(refresh);
+    refresh.min(expires_in.saturating_sub(retry).max(soonest))
 }
 
 /// What a primary's EDNS EXPIRE (RFC 7314 4) makes of the expire timer

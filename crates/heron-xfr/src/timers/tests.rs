@@ -942,6 +942,35 @@ fn an_up_to_date_check_takes_the_primary_expire_only_when_it_is_longer() {
     assert_eq!(clock.expires_in(), secs(86_400));
 }
 
+/// A primary whose EDNS EXPIRE is shorter than the refresh interval: the
+/// next check comes a retry interval before the zone would expire, not a
+/// refresh on, after it (black-box finding BF-9: a check a NOTIFY made
+/// found no change, the next was set a refresh on, and the zone expired,
+/// SERVFAIL, until then). A longer one leaves the refresh as it was.
+#[test]
+fn the_next_check_comes_before_the_zone_expires() {
+    let mut clock = Clock::new(0);
+    let (check, _) = {
+        clock.add(1, None);
+        exchange(&clock.fire())
+    };
+    clock.transferred_expire(check, Ok(Transfer::Received(version(1))), Some(3000));
+    assert_eq!(clock.wait(), secs(3000 - 20), "a retry before it expires");
+    for _ in 0..3 {
+        let (check, _) = exchange(&clock.fire());
+        clock.soa_expire(check, Ok(1), Some(3000));
+        assert_eq!(clock.expires_in(), secs(3000));
+        assert!(clock.wait() < clock.expires_in(), "{:?}", clock.wait());
+    }
+    // A NOTIFY's check that finds nothing new: the same.
+    let (check, _) = exchange(&clock.notify());
+    clock.soa_expire(check, Ok(1), Some(3000));
+    assert!(clock.wait() < clock.expires_in(), "{:?}", clock.wait());
+    let (check, _) = exchange(&clock.fire());
+    clock.soa_expire(check, Ok(1), Some(80_000));
+    assert_eq!(clock.wait(), secs(7200), "the refresh, as before");
+}
+
 #[test]
 fn a_zones_timers_fit_forty_eight_octets() {
     // 100,000 zones pay this each; with `Instant`s it was 128, with the
