@@ -721,6 +721,33 @@ fn a_secondary_zone_added_by_reload_is_shown_and_refreshed_on_demand() {
     assert!(out.contains("serial 2"), "{out}");
 }
 
+/// `[secondary] min-expire` raised by a reload moves a secondary zone's
+/// expiry at once, as zone-status shows it, not at its next check (which
+/// an outage of its primary never brings: black-box finding BF-8).
+#[test]
+fn a_reload_raising_min_expire_moves_the_expiry_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    let primary = heron_testkit::FakePrimary::start(&["s.test"], 1);
+    let port = heron_testkit::process::free_port();
+    let one = [("s.test", primary.addr().to_string())];
+    let config = secondary_config(dir.path(), &socket, port, &one);
+    let server = ServerProcess::heron_on_port(&heron(), port, "ready.test", &config).unwrap();
+    let row = row_when(&socket, "s.test", |r| {
+        r["serial"] == 1 && r["expire_at"].is_u64()
+    });
+    let before = row["expire_at"].as_u64().unwrap();
+    let raised = format!("[secondary]\nmin-expire = 2000000\n{config}");
+    std::fs::write(server.dir().join("heron.toml"), raised).unwrap();
+    let (code, out, err) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let row = row_when(&socket, "s.test", |r| {
+        r["expire_at"].as_u64() != Some(before)
+    });
+    let after = row["expire_at"].as_u64().unwrap();
+    assert!(after >= before + 1_000_000, "{before} -> {after}");
+}
+
 #[test]
 fn a_generated_catalog_is_shown_as_one_and_is_not_reloaded_alone() {
     let dir = tempfile::tempdir().unwrap();

@@ -506,6 +506,7 @@ impl Driver {
             Command::SetBounds(bounds) => {
                 self.timers.set_min_retry(bounds.min_retry);
                 self.ctx.bounds.set(bounds);
+                self.rebound_all(bounds);
             }
             Command::Report(reply) => {
                 let _ = reply.send(self.report());
@@ -543,6 +544,19 @@ impl Driver {
                 self.stop_all();
                 let _ = stopped.send(());
             }
+        }
+    }
+
+    /// New timer bounds: each zone's expiry moves with its bounded
+    /// expire interval at once ([`Timers::rebound`]).
+    fn rebound_all(&mut self, bounds: TimerBounds) {
+        let now = Instant::now();
+        for (id, entry) in self.zones.iter().enumerate() {
+            let Some(current) = entry.as_ref().and_then(|e| e.current.as_deref()) else {
+                continue;
+            };
+            let version = Version::of(current, bounds);
+            self.timers.rebound(now, ZoneId(id as u32), version);
         }
     }
 

@@ -410,6 +410,36 @@ impl Timers {
         self.min_retry
     }
 
+    /// A reload's new timer bounds made `version` of the version `zone`
+    /// serves: its expiry moves by as much as its expire interval did,
+    /// at once (black-box finding BF-8: raised while the primary was
+    /// down, it changed nothing until a restart, which is when an
+    /// operator raises it). The refresh and retry follow at the next
+    /// check, as before.
+    pub fn rebound(&mut self, now: Instant, zone: ZoneId, version: Version) {
+        let now = self.epoch.stamp(now);
+        let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        let Some(served) = z.serving.filter(|s| s.serial == version.serial) else {
+            return;
+        };
+        let (old, new) = (served.timers().expire, version.timers.expire);
+        if let Some(at) = z.expire_at {
+            let left = at.saturating_duration_since(now);
+            let left = match new >= old {
+                true => left + (new - old),
+                false => left.saturating_sub(old - new),
+            };
+            z.expire_at = Some(now + left);
+        }
+        z.serving = Some(Served {
+            expire: Served::of(version).expire,
+            ..served
+        });
+        self.schedule(zone);
+    }
+
     /// Makes room for `zones` more zones.
     pub fn reserve(&mut self, zones: usize) {
         self.zones.reserve_exact(zones);

@@ -971,6 +971,42 @@ fn the_next_check_comes_before_the_zone_expires() {
     assert_eq!(clock.wait(), secs(7200), "the refresh, as before");
 }
 
+/// New bounds from a reload move the expiry of a zone at once, by as
+/// much as its expire interval moved, whether its primary answers or
+/// not (black-box finding BF-8: a `min-expire` raised while the primary
+/// was down did nothing until a restart). Another serial's version
+/// (not the one served) changes nothing.
+#[test]
+fn new_bounds_move_the_expiry_at_once() {
+    let mut clock = Clock::new(0);
+    let (check, _) = {
+        clock.add(1, None);
+        exchange(&clock.fire())
+    };
+    clock.transferred(check, Ok(Transfer::Received(version(1))));
+    clock.later(secs(3600));
+    assert_eq!(clock.expires_in(), secs(86_400 - 3600));
+    let with_expire = |serial, expire| Version {
+        timers: SoaTimers {
+            expire: secs(expire),
+            ..version(serial).timers
+        },
+        ..version(serial)
+    };
+    clock
+        .timers
+        .rebound(clock.now, Z, with_expire(1, 2 * 86_400));
+    assert_eq!(clock.expires_in(), secs(2 * 86_400 - 3600));
+    clock.timers.rebound(clock.now, Z, with_expire(1, 7200));
+    assert_eq!(clock.expires_in(), secs(7200 - 3600));
+    clock.timers.rebound(clock.now, Z, with_expire(2, 86_400));
+    assert_eq!(
+        clock.expires_in(),
+        secs(7200 - 3600),
+        "not the version served"
+    );
+}
+
 #[test]
 fn a_zones_timers_fit_forty_eight_octets() {
     // 100,000 zones pay this each; with `Instant`s it was 128, with the
