@@ -622,3 +622,42 @@ fn a_primarys_own_broken_chain_is_not_warned_of_at_a_restart() {
     assert!(!log.contains("chain broken"), "{log}");
     check_valid(heron.addr(), &axfr(heron.addr()), "www", true);
 }
+
+/// A primary that changes its zone under the same serial: Heron signs
+/// the new content with a serial of its own, and says, as for a zone
+/// served unsigned, that the primary's serial did not move (black-box
+/// finding BE-4: said only for an unsigned secondary).
+#[test]
+fn content_changed_under_the_primarys_serial_is_said() {
+    // NSD takes an edit under the same serial as it is (Knot moves it).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("primary.zone");
+    std::fs::write(&file, zone_text(1, "")).unwrap();
+    let (heron_port, down_port) = (free_port(), free_port());
+    let primary = primary_of(ServerKind::Nsd, &file, heron_port);
+    let zone = heron_config(heron_port, primary.addr(), down_port, dir.path(), "");
+    let config = zone.replace("workers = 1\n", "workers = 1\ncontrol = \"control.sock\"\n");
+    let heron = start_heron(heron_port, &config);
+    assert!(
+        eventually(|| kept_serial(dir.path()) == Some(1)),
+        "{}",
+        heron.log()
+    );
+    std::fs::write(&file, zone_text(1, "samesrl A 192.0.2.77\n")).unwrap();
+    primary.reload();
+    let name = format!("samesrl.{ZONE}");
+    let on_primary = || {
+        !kdig(primary.addr(), &[&name, "A", "+short"])
+            .stdout
+            .is_empty()
+    };
+    assert!(eventually(on_primary), "the primary took the edit");
+    ctl(&heron, &["retransfer", ZONE]);
+    assert!(
+        eventually(|| axfr(heron.addr()).contains(&name)),
+        "{}",
+        heron.log()
+    );
+    let said = "its primary's content changed but serial 1 did not";
+    assert!(heron.log().contains(said), "{}", heron.log());
+}

@@ -175,6 +175,9 @@ impl SignedSecondaries {
             return Some(Ok((served.clone(), before)));
         }
         let previous = entry.unsigned.replace(unsigned.clone());
+        if let Some(previous) = &previous {
+            warn_of_a_serial_kept(previous, unsigned);
+        }
         let before = served.cloned().or_else(|| entry.signed.clone());
         let signed = match (&previous, &before) {
             // After a version that was not signed, the one served is not
@@ -263,6 +266,24 @@ impl SignedSecondaries {
 
 /// A signed version, and the version it follows (for the journal).
 pub(crate) type SignedVersion = (Arc<Zone>, Option<Arc<Zone>>);
+
+/// A primary that changed its zone under the same serial is said, as
+/// for a zone served unsigned: this server signs it with a serial of its
+/// own, but the primary's other secondaries miss the change (black-box
+/// finding BE-4: said for an unsigned secondary only).
+fn warn_of_a_serial_kept(previous: &Zone, received: &Zone) {
+    if previous.serial() != received.serial()
+        || heron_zone::diff::diff(previous, received).is_empty()
+    {
+        return;
+    }
+    tracing::warn!(
+        zone = %received.origin(),
+        "zone {}: its primary's content changed but serial {} did not: signed here with a serial of its own, but the primary's other secondaries will not see the change until its serial moves on",
+        received.origin(),
+        received.serial()
+    );
+}
 
 #[cfg(test)]
 mod tests {
