@@ -128,6 +128,7 @@ impl Writer {
             frames: Frames::new(settings.identity, settings.version),
             unsent: (Vec::new(), 0),
             cut: false,
+            cut_frame: (0, 0),
         };
         let thread = std::thread::Builder::new()
             .name("dnstap".into())
@@ -302,6 +303,10 @@ struct Drain {
     /// `unsent` begins in the middle of a frame the file holds the start
     /// of: it belongs to that file only.
     cut: bool,
+    /// While `cut`: the octets of that frame the file holds (taken off
+    /// the file if it is ended before the rest can be written), and those
+    /// still to write, at the head of `unsent`.
+    cut_frame: (usize, usize),
 }
 
 impl Drain {
@@ -331,21 +336,7 @@ impl Drain {
                 std::thread::sleep(DRAIN_EVERY);
             }
             if self.shared.reopen.swap(false, Ordering::Relaxed) {
-                let reopened = self.sink.reopen(self.shared.io_deadline());
-                if reopened == Ok(true) && self.cut {
-                    // The rest of a frame the moved file ended in would
-                    // start the new file with half a frame.
-                    let cut = std::mem::take(&mut self.unsent.1);
-                    (self.shared.dropped).fetch_add(cut, Ordering::Relaxed);
-                    self.cut = false;
-                }
-                let outcome = reopened.err();
-                *self
-                    .shared
-                    .reopen_failed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()) = outcome;
-                self.shared.reopened.fetch_add(1, Ordering::Release);
+                self.reopen();
             }
             let messages = match self.unsent.1 {
                 0 => self.take_queued(&mut buffer, &mut busy),
@@ -360,18 +351,21 @@ impl Drain {
             }
             match self.sink.write(&buffer, self.shared.io_deadline()) {
                 Ok(()) => {
-                    self.cut = false;
+                    (self.cut, self.cut_frame) = (false, (0, 0));
                     (self.shared.written).fetch_add(messages, Ordering::Relaxed)
                 }
                 // Kept for the next reader, or for the file from where the
                 // write stopped (a full disk took part of it: black-box
                 // finding BB-8, messages in the file were counted dropped);
                 // the queue holds the rest, and drops what does not fit.
+                // The frames the file took whole are written (BD-1).
                 Err(delivered) => {
+                    let (done, cut) = self.delivered(&buffer, delivered);
+                    (self.shared.written).fetch_add(done, Ordering::Relaxed);
                     buffer.drain(..delivered);
-                    self.cut |= delivered > 0;
                     std::mem::swap(&mut buffer, &mut self.unsent.0);
-                    self.unsent.1 = messages;
+                    self.unsent.1 = messages - done;
+                    (self.cut, self.cut_frame) = (cut.0 > 0, cut);
                     0
                 }
             };
@@ -379,7 +373,65 @@ impl Drain {
         let unsent = std::mem::take(&mut self.unsent.1);
         (self.shared.dropped).fetch_add(unsent, Ordering::Relaxed);
         self.drop_queued();
-        self.sink.close(self.shared.io_deadline());
+        let cut_off = self.cut.then_some(self.cut_frame.0);
+        self.sink.close_cut(self.shared.io_deadline(), cut_off);
+    }
+
+    /// A reopen asked for ([`Writer::reopen`]): the file started again
+    /// at its path, the moved one ended.
+    fn reopen(&mut self) {
+        // A frame cut in the moved file is taken off it, so that it
+        // ends in whole frames and its STOP (black-box finding BD-1: half
+        // a frame and no STOP); its rest would start the new file with
+        // half a frame: that one message is dropped, the frames after it
+        // go to the new file.
+        let cut_off = self.cut.then_some(self.cut_frame.0);
+        let reopened = self.sink.reopen(self.shared.io_deadline(), cut_off);
+        if reopened == Ok(true) && self.cut {
+            let rest = self.cut_frame.1.min(self.unsent.0.len());
+            self.unsent.0.drain(..rest);
+            self.unsent.1 = self.unsent.1.saturating_sub(1);
+            (self.shared.dropped).fetch_add(1, Ordering::Relaxed);
+            (self.cut, self.cut_frame) = (false, (0, 0));
+        }
+        let outcome = reopened.err();
+        *self
+            .shared
+            .reopen_failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = outcome;
+        self.shared.reopened.fetch_add(1, Ordering::Release);
+    }
+
+    /// Of `frames` (the unsent frames first, beginning with the rest of a
+    /// cut frame if `cut`), the first `delivered` octets written: the
+    /// frames that ends whole, and the octets of the frame it cuts that
+    /// the file holds and that are left.
+    fn delivered(&self, frames: &[u8], delivered: usize) -> (u64, (usize, usize)) {
+        let (mut at, mut done, mut start) = (0, 0, 0);
+        if self.cut {
+            let (held, left) = self.cut_frame;
+            if delivered < left {
+                return (0, (held + delivered, left - delivered));
+            }
+            (at, done) = (left, 1);
+        }
+        while at < delivered {
+            start = at;
+            let Some(len) = frames.get(at..at + 4) else {
+                break;
+            };
+            let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+            at += 4 + len;
+            if at <= delivered {
+                done += 1;
+                start = at;
+            }
+        }
+        match at > delivered {
+            true => (done, (delivered - start, at - delivered)),
+            false => (done, (0, 0)),
+        }
     }
 
     /// Frames up to [`MAX_WRITE`] queued exchanges into `buffer`; the
@@ -499,7 +551,7 @@ impl Sink {
     /// new one, or one put there, continued). A file still at its path is
     /// written on. Ok(true): a new file was started. Err: no new file
     /// could be started (the moved one is written on), and why.
-    fn reopen(&mut self, until: Instant) -> Result<bool, String> {
+    fn reopen(&mut self, until: Instant, cut_off: Option<usize>) -> Result<bool, String> {
         use std::os::unix::fs::MetadataExt;
         let Sink::File(FileSink { file, path, .. }) = self else {
             return Ok(false);
@@ -517,7 +569,7 @@ impl Sink {
         match file::open(path) {
             Ok(new) => {
                 let path = path.clone();
-                self.close(until);
+                self.close_cut(until, cut_off);
                 *self = Sink::File(FileSink::new(new, path));
                 Ok(true)
             }
@@ -530,6 +582,26 @@ impl Sink {
                 Err(why)
             }
         }
+    }
+
+    /// [`Sink::close`], a file first cut back by the `cut_off` octets of
+    /// a frame it holds the start of, so that it ends in whole frames.
+    fn close_cut(&mut self, until: Instant, cut_off: Option<usize>) {
+        if let (Sink::File(FileSink { file, path, .. }), Some(cut)) = (&mut *self, cut_off) {
+            let cut_back = |f: &mut File| -> io::Result<()> {
+                use std::io::{Seek, SeekFrom};
+                let len = f.metadata()?.len();
+                f.set_len(len.saturating_sub(cut as u64))?;
+                f.seek(SeekFrom::End(0)).map(drop)
+            };
+            if let Err(e) = file.flush().and_then(|()| cut_back(file.get_mut())) {
+                tracing::warn!(
+                    "dnstap: cannot take the cut frame off {}: {e}",
+                    path.display()
+                );
+            }
+        }
+        self.close(until);
     }
 
     fn close(&mut self, until: Instant) {

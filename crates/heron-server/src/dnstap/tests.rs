@@ -532,6 +532,40 @@ impl Drop for SmallDisk {
     }
 }
 
+/// Offers 50 exchanges `rounds` times, 60 ms apart; how many.
+fn offer_rounds(writer: &Writer, rounds: usize) -> u64 {
+    for _ in 0..rounds {
+        for _ in 0..50 {
+            writer.offer(exchange(Transport::Udp));
+        }
+        std::thread::sleep(Duration::from_millis(60));
+    }
+    50 * rounds as u64
+}
+
+/// A writer to a file on a tmpfs of 16 KiB that its exchanges have
+/// filled (some dropped); None where no tmpfs can be mounted.
+fn filled_small_disk(
+    tag: &str,
+) -> Option<(
+    SmallDisk,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    Arc<Writer>,
+    u64,
+)> {
+    let dir = tempfile_dir(tag);
+    let Some(disk) = SmallDisk::mount(&dir, "16k") else {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return None;
+    };
+    let path = dir.join("queries.dnstap");
+    let writer = Writer::start(settings(Output::File(path.clone()))).unwrap();
+    let offered = offer_rounds(&writer, 6);
+    assert!(writer.totals().dropped > 0, "the disk is full by now");
+    Some((disk, dir, path, writer, offered))
+}
+
 /// A file whose disk fills: what the file took of a write stays, the rest
 /// is written from there once there is room, so the file holds whole
 /// frames, and each message is counted written or dropped once, as the
@@ -539,25 +573,11 @@ impl Drop for SmallDisk {
 /// dropped, and nothing was said).
 #[test]
 fn a_full_disk_keeps_the_file_whole_and_counts_each_message_once() {
-    let dir = tempfile_dir("full-disk");
-    let Some(disk) = SmallDisk::mount(&dir, "16k") else {
-        eprintln!("skipped: cannot mount a tmpfs here");
+    let Some((disk, dir, path, writer, mut offered)) = filled_small_disk("full-disk") else {
         return;
     };
-    let path = dir.join("queries.dnstap");
-    let writer = Writer::start(settings(Output::File(path.clone()))).unwrap();
-    let mut offered = 0;
-    for round in 0..8 {
-        for _ in 0..50 {
-            writer.offer(exchange(Transport::Udp));
-            offered += 1;
-        }
-        std::thread::sleep(Duration::from_millis(60));
-        if round == 5 {
-            assert!(writer.totals().dropped > 0, "the disk is full by now");
-            disk.grow("1m");
-        }
-    }
+    disk.grow("1m");
+    offered += offer_rounds(&writer, 2);
     writer.finish();
     let totals = writer.totals();
     assert_eq!(totals.written + totals.dropped, 2 * offered);
@@ -565,4 +585,46 @@ fn a_full_disk_keeps_the_file_whole_and_counts_each_message_once() {
     assert_eq!(lines.len() as u64, totals.written, "{totals:?}");
     drop(disk);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A file cut by a full disk and then ended while the disk is still full
+/// (rotated and reopened, or the server stopping): the cut frame is taken
+/// off, so the file ends in whole frames and its STOP, and the messages
+/// it holds whole are counted written (black-box finding BD-1: half a
+/// frame, no STOP, and every message of the cut write counted dropped).
+#[test]
+fn a_file_ended_while_its_disk_is_full_ends_in_whole_frames() {
+    for rotate in [true, false] {
+        let tag = if rotate { "full-rotate" } else { "full-stop" };
+        let Some((disk, dir, path, writer, offered)) = filled_small_disk(tag) else {
+            return;
+        };
+        let moved = dir.join("queries.dnstap.1");
+        if rotate {
+            std::fs::rename(&path, &moved).unwrap();
+            // Room for the new file's start, not for the rest.
+            disk.grow("20k");
+            writer.reopen_and_wait(Duration::from_secs(5)).unwrap();
+        }
+        writer.finish();
+        let totals = writer.totals();
+        assert_eq!(totals.written + totals.dropped, 2 * offered, "{totals:?}");
+        let ended = if rotate { &moved } else { &path };
+        let lines = dnstap_read(ended).len() as u64;
+        let in_new = if rotate {
+            dnstap_read(&path).len() as u64
+        } else {
+            0
+        };
+        assert_eq!(
+            lines + in_new,
+            totals.written,
+            "rotate {rotate}: {totals:?}"
+        );
+        let bytes = std::fs::read(ended).unwrap();
+        let stop = [0u8, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 3];
+        assert!(bytes.ends_with(&stop), "rotate {rotate}: ends in its STOP");
+        drop(disk);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
