@@ -270,3 +270,36 @@ fn a_zone_whose_file_breaks_while_down_serves_its_kept_version() {
     assert!(!server.log().contains("not loaded"), "{}", server.log());
     verify(&mended);
 }
+
+/// A zone file edited while the server was down with a serial past the
+/// one served is served at that serial, whatever its modification time
+/// says (regression hunt BG-3: an edit dated before the last signing, a
+/// restored or copied file, had its serial replaced by one past the
+/// served).
+#[test]
+fn an_edit_with_a_higher_serial_keeps_it_whatever_its_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path());
+    assert!(nsupdate(
+        server.addr(),
+        &format!("update add u.{ZONE} 300 A 192.0.2.5")
+    ));
+    let served = zone_serial(server.addr(), ZONE).unwrap();
+    drop(server);
+    let file = dir.path().join("rst.zone");
+    let edited = zone_text()
+        .replace("hostmaster 1 ", "hostmaster 1000 ")
+        .replace("192.0.2.10", "192.0.2.11");
+    std::fs::write(&file, edited).unwrap();
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
+    (std::fs::File::options().write(true).open(&file).unwrap())
+        .set_modified(past)
+        .unwrap();
+    let restarted = start(dir.path());
+    let serial = zone_serial(restarted.addr(), ZONE).unwrap();
+    assert!(
+        serial >= 1000 && served < 1000,
+        "{serial} after {served}\n{}",
+        restarted.log()
+    );
+}

@@ -501,23 +501,39 @@ fn unedited_since_signed() -> std::sync::MutexGuard<'static, HashSet<Name>> {
     set.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Before `origin`'s `file` is signed under `signing`: notes whether the
-/// file was last written before the zone's last signing (the serial kept
-/// is newer than the file), so that the signing goes one past the serial
-/// served rather than taking the file's by serial arithmetic, which a
-/// serial moved 2^31 or more by updates turns around.
-pub fn note_unedited_file(origin: &Name, file: &Path, signing: &Signing) {
-    let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
-    let kept = served_serial_path(&signing.key_directory, origin);
-    let unedited = match (modified(file), modified(&kept)) {
-        (Some(file), Some(signed)) => file < signed,
-        _ => false,
-    };
+/// Before the file of `origin`, read at `file_serial`, is signed under
+/// `signing`: notes whether that is the serial the file had when it was
+/// last read or written for a signing (kept beside the serial served,
+/// [`note_file_serial`]): then it is no news, and the signing goes one
+/// past the serial served rather than taking the file's by serial
+/// arithmetic, which a serial moved 2^31 or more by updates turns around
+/// (black-box findings BE-1, and BG-1: by the file's modification time,
+/// a `touch` or a restore brought the old serial back).
+pub fn note_unedited_file(origin: &Name, file_serial: u32, signing: &Signing) {
+    let kept = read_served(&signing.key_directory, origin).and_then(|k| k.read);
     let mut set = unedited_since_signed();
-    match unedited {
+    match kept == Some(file_serial) {
         true => set.insert(origin.to_lowercase()),
         false => set.remove(&origin.to_lowercase()),
     };
+}
+
+/// Keeps `file_serial` as the serial of `origin`'s zone file, read for a
+/// signing or written by this server (a write-back of updates), beside
+/// the serial served (a `read N` line), if the zone is signed here.
+pub fn note_file_serial(origin: &Name, file_serial: u32) {
+    let Some(signing) = signed_under().get(&origin.to_lowercase()).cloned() else {
+        return;
+    };
+    let dir = &signing.key_directory;
+    let Some(kept) = read_served(dir, origin) else {
+        return; // nothing served signed yet: the file's serial is new
+    };
+    let file = kept.file.map(|f| format!("file {f}\n")).unwrap_or_default();
+    let text = format!("{}\n{file}read {file_serial}\n", kept.served);
+    if let Err(e) = write_serial_text(dir, origin, &text) {
+        tracing::warn!(zone = %origin, "{e}; a restart may take the file's serial for new");
+    }
 }
 
 /// After the signing [`note_unedited_file`] was for (which may not have
@@ -554,6 +570,9 @@ fn served_serial_at_start(dir: &Path, origin: &Name) -> Option<u32> {
 pub struct ServedSerial {
     pub served: u32,
     pub file: Option<u32>,
+    /// For a zone signed here: its file's serial when last read for a
+    /// signing or written ([`note_file_serial`]).
+    pub read: Option<u32>,
 }
 
 /// The kept serial: its first line, and a second `file N` line when the
@@ -569,10 +588,17 @@ fn read_served(dir: &Path, origin: &Name) -> Option<ServedSerial> {
     let Some(served) = lines.next().and_then(|l| l.trim().parse().ok()) else {
         return unreadable_serial(origin, &path, "no serial on its first line");
     };
-    let file = (lines.next())
-        .and_then(|l| l.trim().strip_prefix("file "))
-        .and_then(|n| n.trim().parse().ok());
-    Some(ServedSerial { served, file })
+    let (mut file, mut read) = (None, None);
+    for line in lines {
+        let number = |prefix| {
+            line.trim()
+                .strip_prefix(prefix)
+                .and_then(|n| n.trim().parse().ok())
+        };
+        file = file.or(number("file "));
+        read = read.or(number("read "));
+    }
+    Some(ServedSerial { served, file, read })
 }
 
 /// A kept serial that cannot be read is said (black-box finding: a
@@ -677,10 +703,20 @@ pub fn unsigned_serial_past_the_signed(origin: &Name, file_serial: u32) -> Optio
 
 /// Written to a temporary file and renamed: a crash leaves the old or the
 /// new serial, never half of one.
+/// The file's serial noted before ([`note_file_serial`]) is kept.
 fn write_served_serial(dir: &Path, origin: &Name, serial: u32) -> Result<(), String> {
+    let read = read_served(dir, origin).and_then(|k| k.read);
+    let text = match read {
+        Some(read) => format!("{serial}\nread {read}\n"),
+        None => format!("{serial}\n"),
+    };
+    write_serial_text(dir, origin, &text)
+}
+
+fn write_serial_text(dir: &Path, origin: &Name, text: &str) -> Result<(), String> {
     let path = served_serial_path(dir, origin);
     let tmp = path.with_extension("heron-serial.tmp");
-    fs::write(&tmp, format!("{serial}\n"))
+    fs::write(&tmp, text)
         .and_then(|()| fs::rename(&tmp, &path))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

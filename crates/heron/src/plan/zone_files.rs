@@ -1173,13 +1173,19 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
     });
     let zone = match &spec.signing {
         Some(signing) => {
-            use crate::plan::signing::{forget_unedited_file, note_unedited_file};
-            note_unedited_file(&spec.origin, &spec.file, signing);
+            use crate::plan::signing::{
+                forget_unedited_file, note_file_serial, note_unedited_file,
+            };
+            let file_serial = loaded.zone.serial();
+            note_unedited_file(&spec.origin, file_serial, signing);
             let served = previous.map(|p| &**p);
             let signed = sign_reloaded(loaded.zone, served, signing, file_serial_before);
             forget_unedited_file(&spec.origin);
             match signed? {
-                Some(zone) => zone,
+                Some(zone) => {
+                    note_file_serial(&spec.origin, file_serial);
+                    zone
+                }
                 None => return Ok((None, stamp)),
             }
         }

@@ -741,6 +741,10 @@ fn write_editable(zone: &Zone, file: &std::path::Path, signed_here: bool) -> std
     if let (true, Ok(text)) = (signed_here, std::fs::read(file)) {
         crate::plan::zone_files::note_known_text(file, &text);
     }
+    if signed_here {
+        // Its serial is no news to a restart (black-box finding BE-1).
+        crate::plan::signing::note_file_serial(zone.origin(), zone.serial());
+    }
     Ok(())
 }
 
