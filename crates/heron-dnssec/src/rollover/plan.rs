@@ -79,7 +79,7 @@ pub(super) fn plan(policy: &Policy, keys: &[Key], now: UnixTime) -> Plan {
         cds,
         cds_delete,
         generate: requests(policy, keys, now),
-        parent: parent_wait(keys, cds_delete),
+        parent: parent_wait(keys, cds_delete, policy.algorithm),
         removable: keys
             .iter()
             .filter(|k| k.is_gone())
@@ -145,7 +145,11 @@ fn requests(policy: &Policy, keys: &[Key], now: UnixTime) -> Vec<KeyRequest> {
     wanted
 }
 
-fn parent_wait(keys: &[Key], cds_delete: bool) -> Option<ParentWait> {
+/// `algorithm`: the policy's; a DS to add for a key of another one is
+/// said to hold back the algorithm rollover (regression hunt BG-4: the
+/// operator was asked for a DS of a key about to be rolled away, and
+/// nothing said a rollover waited on it).
+fn parent_wait(keys: &[Key], cds_delete: bool, algorithm: u8) -> Option<ParentWait> {
     let add: Vec<KeyRef> = keys
         .iter()
         .filter(|k| k.ds.state == State::Rumoured && k.ds_seen.is_none())
@@ -180,8 +184,14 @@ fn parent_wait(keys: &[Key], cds_delete: bool) -> Option<ParentWait> {
         };
         asks.push(format!("remove the DS of {}{how}", names(&remove)));
     }
+    let rollover = match add.iter().any(|k| k.algorithm != algorithm) {
+        true => format!(
+            "; the policy's algorithm is now {algorithm}: the algorithm rollover to it starts once this DS is at the parent"
+        ),
+        false => String::new(),
+    };
     let message = format!(
-        "waiting for the parent: {}; once every parent server shows it, run `heron ctl ds-seen ZONE` unless parent checks see it",
+        "waiting for the parent: {}; once every parent server shows it, run `heron ctl ds-seen ZONE` unless parent checks see it{rollover}",
         asks.join(" and ")
     );
     Some(ParentWait {

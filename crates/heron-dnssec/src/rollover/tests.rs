@@ -315,6 +315,37 @@ fn going_insecure_keeps_the_zone_signed_until_no_cache_holds_the_ds() {
     }
 }
 
+/// A policy whose algorithm changed while the first KSK's DS is still
+/// awaited says that the algorithm rollover waits on that DS (regression
+/// hunt BG-4: the DS of a key about to be rolled away was asked for, and
+/// nothing said why nothing moved).
+#[test]
+fn a_changed_algorithm_waiting_on_the_first_ds_says_so() {
+    let mut p = policy();
+    let mut h = Harness::new(p.clone(), START);
+    h.parent_lag = None;
+    h.run_until(START + 2 * DAY);
+    let waiting = h.last_plan.parent.clone().expect("waits for the parent");
+    assert!(
+        !waiting.message.contains("algorithm rollover"),
+        "{}",
+        waiting.message
+    );
+    p.algorithm = 15;
+    h.machine.set_policy(p);
+    h.run_until(h.now + DAY);
+    let wait = h
+        .last_plan
+        .parent
+        .clone()
+        .expect("still waits for the parent");
+    assert!(
+        wait.message.contains("the policy's algorithm is now 15: the algorithm rollover to it starts once this DS is at the parent"),
+        "{}",
+        wait.message
+    );
+}
+
 #[test]
 fn a_silent_parent_leaves_the_zone_waiting_with_a_message() {
     let mut h = Harness::new(policy(), START);
