@@ -746,6 +746,24 @@ fn a_reload_raising_min_expire_moves_the_expiry_at_once() {
     });
     let after = row["expire_at"].as_u64().unwrap();
     assert!(after >= before + 1_000_000, "{before} -> {after}");
+    // EDNS EXPIRE says the same (regression hunt BG-2: the old expiry).
+    let out = Command::new("kdig")
+        .args([
+            "-p",
+            &port.to_string(),
+            "@127.0.0.1",
+            "+expire",
+            "s.test",
+            "SOA",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let told: u64 = (text.split("EXPIRE: ").nth(1))
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(told >= 1_000_000, "{text}");
 }
 
 #[test]

@@ -558,6 +558,11 @@ impl Driver {
             let version = Version::of(current, bounds);
             self.timers.rebound(now, ZoneId(id as u32), version);
         }
+        // What EDNS EXPIRE answers follows (regression hunt BG-2: it told
+        // the old expiry, 0 while the zone was still served).
+        for id in 0..self.zones.len() {
+            self.tell_expiry(ZoneId(id as u32));
+        }
     }
 
     /// [`Command::Repoint`].
@@ -1267,6 +1272,12 @@ async fn transfer(
         // What the transfer carried, and the zone it made (black-box
         // finding BF-6: an IXFR of 300 records was said as the 20,003 of
         // the zone).
+        // An IXFR the primary answered with the whole zone says so
+        // (regression hunt BG-5).
+        let kind = match (&outcome, kind) {
+            (Outcome::Full(_), "IXFR") => "IXFR answered in full",
+            (_, kind) => kind,
+        };
         let carried = match &outcome {
             Outcome::Incremental { diffs, .. } => {
                 let changes: usize = diffs.iter().map(|d| d.added.len() + d.deleted.len()).sum();
