@@ -417,6 +417,7 @@ fn reconfigure(
         .map(|(origin, _)| origin.to_lowercase())
         .collect();
     update::move_journals(xfr, &new.policies, |origin| files.file_of(origin));
+    update_seen::move_notes(&xfr.primary.policies(), &new.policies);
     let leaving = (&signed_now, &new.removed[..]);
     let (still_signed, held) = update::write_back_leaving(catalog, xfr, &mut new.policies, leaving);
     for origin in still_signed {

@@ -15,6 +15,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+use heron_proto::Name;
+use heron_xfr::primary::ZonePolicy;
 use std::sync::{LazyLock, Mutex};
 
 /// Notes kept per zone at most; the oldest go first past it.
@@ -80,6 +83,33 @@ pub(crate) fn remember(
     }
 }
 
+/// Before a new configuration takes effect: the notes of each zone whose
+/// journal moves (another `file`, or `journal-file`) go with it, unless
+/// some are there already (regression hunt BG-6: left beside the old
+/// journal, a copy signed ahead was applied again after a restart).
+pub(crate) fn move_notes(
+    old: &HashMap<Name, std::sync::Arc<ZonePolicy>>,
+    new: &HashMap<Name, ZonePolicy>,
+) {
+    for (origin, policy) in old {
+        let from = policy.journal_file.as_deref();
+        let to = new.get(origin).and_then(|p| p.journal_file.as_deref());
+        let (Some(from), Some(to)) = (from, to) else {
+            continue;
+        };
+        let (from, to) = (notes_path(from), notes_path(to));
+        if from == to || !from.exists() || to.exists() {
+            continue;
+        }
+        if let Err(e) = std::fs::rename(&from, &to)
+            .or_else(|_| std::fs::copy(&from, &to).and_then(|_| std::fs::remove_file(&from)))
+        {
+            tracing::warn!(zone = %origin, "cannot move {} to {}: {e}", from.display(), to.display());
+        }
+        NOTES.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
 /// The notes in `path`; lines that do not read are skipped (a torn
 /// write leaves the rest).
 fn read_notes(path: &Path) -> Vec<Note> {
@@ -137,6 +167,26 @@ mod tests {
             "its window ended"
         );
         assert!(!answered_before(&journal, [2; 16], 1001));
+    }
+
+    /// A zone whose journal moves (its `file` changed by a reload) takes
+    /// its notes along (regression hunt BG-6).
+    #[test]
+    fn notes_move_with_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let (from, to) = (dir.path().join("a.zone.jnl"), dir.path().join("b.zone.jnl"));
+        remember(&from, ([7; 16], 2000), 1000, 1000);
+        let origin = Name::parse("m.test").unwrap();
+        let policy = |journal: &Path| ZonePolicy {
+            journal_file: Some(journal.to_path_buf()),
+            ..ZonePolicy::default()
+        };
+        let old = HashMap::from([(origin.clone(), std::sync::Arc::new(policy(&from)))]);
+        let new = HashMap::from([(origin, policy(&to))]);
+        move_notes(&old, &new);
+        assert!(!notes_path(&from).exists());
+        NOTES.lock().unwrap().clear();
+        assert!(answered_before(&to, [7; 16], 1001));
     }
 
     #[test]
