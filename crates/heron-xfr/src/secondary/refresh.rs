@@ -551,12 +551,23 @@ impl Driver {
     /// expire interval at once ([`Timers::rebound`]).
     fn rebound_all(&mut self, bounds: TimerBounds) {
         let now = Instant::now();
+        let wall = SystemTime::now();
         for (id, entry) in self.zones.iter().enumerate() {
-            let Some(current) = entry.as_ref().and_then(|e| e.current.as_deref()) else {
+            let Some((entry, current)) =
+                (entry.as_ref()).and_then(|e| Some((e, e.current.as_deref()?)))
+            else {
                 continue;
             };
             let version = Version::of(current, bounds);
-            self.timers.rebound(now, ZoneId(id as u32), version);
+            // `min-expire` bounds a primary's EDNS EXPIRE too, from the
+            // last good check (regression hunt BG-2: only the SOA's part
+            // moved).
+            let at_least = entry.checked_at.and_then(|at| {
+                let until = at.time() + bounds.min_expire.min(version.timers.expire);
+                until.duration_since(wall).ok()
+            });
+            self.timers
+                .rebound(now, ZoneId(id as u32), version, at_least);
         }
         // What EDNS EXPIRE answers follows (regression hunt BG-2: it told
         // the old expiry, 0 while the zone was still served).

@@ -416,7 +416,16 @@ impl Timers {
     /// down, it changed nothing until a restart, which is when an
     /// operator raises it). The refresh and retry follow at the next
     /// check, as before.
-    pub fn rebound(&mut self, now: Instant, zone: ZoneId, version: Version) {
+    /// `at_least`: the time left the new bounds give at the least from
+    /// the zone's last good check (a raised `min-expire` lifts an expiry
+    /// that a primary's shorter EDNS EXPIRE set).
+    pub fn rebound(
+        &mut self,
+        now: Instant,
+        zone: ZoneId,
+        version: Version,
+        at_least: Option<Duration>,
+    ) {
         let now = self.epoch.stamp(now);
         let Some(z) = self.zones.get_mut(zone.0 as usize).and_then(Option::as_mut) else {
             return;
@@ -431,6 +440,7 @@ impl Timers {
                 true => left + (new - old),
                 false => left.saturating_sub(old - new),
             };
+            let left = at_least.map_or(left, |floor| left.max(floor));
             z.expire_at = Some(now + left);
         }
         z.serving = Some(Served {

@@ -995,16 +995,25 @@ fn new_bounds_move_the_expiry_at_once() {
     };
     clock
         .timers
-        .rebound(clock.now, Z, with_expire(1, 2 * 86_400));
+        .rebound(clock.now, Z, with_expire(1, 2 * 86_400), None);
     assert_eq!(clock.expires_in(), secs(2 * 86_400 - 3600));
-    clock.timers.rebound(clock.now, Z, with_expire(1, 7200));
+    clock
+        .timers
+        .rebound(clock.now, Z, with_expire(1, 7200), None);
     assert_eq!(clock.expires_in(), secs(7200 - 3600));
-    clock.timers.rebound(clock.now, Z, with_expire(2, 86_400));
+    clock
+        .timers
+        .rebound(clock.now, Z, with_expire(2, 86_400), None);
     assert_eq!(
         clock.expires_in(),
         secs(7200 - 3600),
         "not the version served"
     );
+    // A raised min-expire lifts what is left to its floor.
+    clock
+        .timers
+        .rebound(clock.now, Z, with_expire(1, 7200), Some(secs(5000)));
+    assert_eq!(clock.expires_in(), secs(5000));
 }
 
 #[test]
