@@ -69,8 +69,21 @@ pub fn set_on_termination(flag: &'static AtomicBool) -> io::Result<()> {
 /// Raised by a SIGHUP that came while [`hold_hangups`] held them.
 static HANGUP_HELD: AtomicBool = AtomicBool::new(false);
 
+/// Set by [`release_hangups`]: SIGHUPs are no longer noted.
+static HANGUPS_RELEASED: AtomicBool = AtomicBool::new(false);
+
 extern "C" fn note_hangup(_: libc::c_int) {
-    HANGUP_HELD.store(true, Ordering::Relaxed);
+    if !HANGUPS_RELEASED.load(Ordering::Relaxed) {
+        HANGUP_HELD.store(true, Ordering::Relaxed);
+    }
+}
+
+/// SIGHUPs from now on are no longer noted by the handler
+/// [`hold_hangups`] set (one the caller's own handler, which chains to
+/// it, takes then). Without this a SIGHUP after the caller's handler was
+/// set was both taken by it and noted as held: two reloads for one.
+pub fn release_hangups() {
+    HANGUPS_RELEASED.store(true, Ordering::Relaxed);
 }
 
 /// From now on a SIGHUP is noted instead of ending the process (its
@@ -243,6 +256,11 @@ mod tests {
         }
         assert!(hangup_held(), "noted");
         assert!(!hangup_held(), "and cleared");
+        // Released: a SIGHUP is no longer noted (nor fatal).
+        release_hangups();
+        signal_process(std::process::id(), Signal::HUP).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!hangup_held(), "not noted once released");
     }
 
     #[test]

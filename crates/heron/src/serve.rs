@@ -1252,9 +1252,13 @@ async fn wait_for_signals(
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     let mut hup = signal(SignalKind::hangup()).expect("SIGHUP handler");
+    // A SIGHUP from now on is this handler's alone (regression hunt: one
+    // sent right after READY=1 was also taken as held, two reloads).
+    heron_sys::process::release_hangups();
+    let held = heron_sys::process::hangup_held();
     // Only now: a service manager may send SIGTERM or SIGHUP at once.
     notify::ready();
-    if heron_sys::process::hangup_held() {
+    if held {
         reload(
             catalog,
             files,
