@@ -86,6 +86,13 @@ pub fn beside(file: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Writes `text` to `path` whole or not at all: to `path`'s [`TEMPORARY`]
+/// file, then renamed over it (a crash leaves the old file or the new).
+pub fn replace_file(path: &Path, text: &[u8]) -> std::io::Result<()> {
+    let tmp = beside(path, TEMPORARY);
+    std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path))
+}
+
 impl Use {
     fn is_written(self) -> bool {
         self != Use::ZoneFile

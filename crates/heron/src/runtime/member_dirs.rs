@@ -38,13 +38,11 @@ pub(crate) fn note(catalog_file: &Path, dirs: &[PathBuf], keep: bool) {
     all.extend(dirs.iter().cloned());
     let text: String = all.iter().map(|d| format!("{}\n", d.display())).collect();
     let path = beside(catalog_file, MEMBER_DIRS);
-    let tmp = beside(&path, ".tmp");
     // Before the catalog's first copy, its folder may not be made yet.
     if let Some(parent) = path.parent() {
         let _ = std::fs::create_dir_all(parent);
     }
-    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path));
-    if let Err(e) = written {
+    if let Err(e) = crate::config::shared_files::replace_file(&path, text.as_bytes()) {
         tracing::warn!(
             "cannot write {}: {e}; copies left in an old members-dir may not be found",
             path.display()

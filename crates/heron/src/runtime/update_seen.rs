@@ -143,10 +143,7 @@ fn write_notes(path: &Path, notes: &[Note]) -> std::io::Result<()> {
             .for_each(|b| text.push_str(&format!("{b:02x}")));
         text.push_str(&format!(" {}\n", n.until));
     }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    crate::config::shared_files::replace_file(path, text.as_bytes())
 }
 
 #[cfg(test)]
