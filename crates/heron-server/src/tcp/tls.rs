@@ -21,7 +21,7 @@ pub(super) async fn tls_connection(
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
     count_handshake(stream.get_ref().1, &shared);
     let mut partial = Unanswered::new(Instant::now(), shared.idle);
-    let (mut ended, mut drained) = (false, true);
+    let mut ended = false;
     // Whether the socket woke the loop: a wake that makes no plaintext
     // brought TLS bytes of a message begun.
     let mut woken = false;
@@ -31,40 +31,23 @@ pub(super) async fn tls_connection(
     while !ended {
         let mut replies = Replies::new();
         let from = (peer, Transport::Tls, local);
-        if partial.holds_whole_message() {
+        let drained = if partial.holds_whole_message() {
             // What the cap held back is answered before anything more is
             // read (the rest waits in TLS's bounded buffers or the socket).
             take_input(&[], &mut partial, &mut replies, from, &shared)?;
-            drained = false;
+            false
         } else {
             // A client that keeps sending is answered every few reads, or
             // sooner once the answers reach the cap.
-            with_read_buffer(|chunk| {
-                for round in 0..READS_PER_ROUND {
-                    drained = false;
-                    match read_now(&mut stream, chunk) {
-                        Poll::Ready(Ok(0)) => ended = true,
-                        Poll::Ready(Ok(n)) => {
-                            take_input(&chunk[..n], &mut partial, &mut replies, from, &shared)?;
-                            if partial.holds_whole_message() || !replies.transfers.is_empty() {
-                                break;
-                            }
-                            continue;
-                        }
-                        Poll::Ready(Err(e)) => return Err(e),
-                        Poll::Pending => {
-                            drained = true;
-                            if round == 0 && woken {
-                                // Woken by bytes that made no plaintext.
-                                partial.sealed_bytes(Instant::now(), shared.message_timeout);
-                            }
-                        }
-                    }
-                    break;
-                }
-                Ok(())
-            })?;
-        }
+            let reader = Reader {
+                from,
+                woken,
+                shared: &shared,
+            };
+            let drained;
+            (ended, drained) = reader.read_rounds(&mut stream, &mut partial, &mut replies)?;
+            drained
+        };
         woken = false;
         let answered = !replies.framed.is_empty() || !replies.transfers.is_empty();
         respond(&mut stream, replies, peer, &shared).await?;
@@ -88,6 +71,54 @@ pub(super) async fn tls_connection(
     // Our close_notify, best effort: the client may be gone.
     let _ = timeout(shared.idle, stream.shutdown()).await;
     Ok(())
+}
+
+/// What one connection's reads need to know besides the stream.
+struct Reader<'a> {
+    from: (SocketAddr, Transport, Option<SocketAddr>),
+    /// Whether the socket woke the loop (see `tls_connection`).
+    woken: bool,
+    shared: &'a Shared,
+}
+
+impl Reader<'_> {
+    /// Up to `READS_PER_ROUND` reads of plaintext into the thread's read
+    /// buffer, taken in as they come: whether the client ended, and
+    /// whether TLS had nothing more (drained).
+    fn read_rounds<S: AsyncRead + Unpin>(
+        &self,
+        stream: &mut S,
+        partial: &mut Unanswered,
+        replies: &mut Replies,
+    ) -> io::Result<(bool, bool)> {
+        let (mut ended, mut drained) = (false, false);
+        with_read_buffer(|chunk| {
+            for round in 0..READS_PER_ROUND {
+                drained = false;
+                match read_now(stream, chunk) {
+                    Poll::Ready(Ok(0)) => ended = true,
+                    Poll::Ready(Ok(n)) => {
+                        take_input(&chunk[..n], partial, replies, self.from, self.shared)?;
+                        if partial.holds_whole_message() || !replies.transfers.is_empty() {
+                            break;
+                        }
+                        continue;
+                    }
+                    Poll::Ready(Err(e)) => return Err(e),
+                    Poll::Pending => {
+                        drained = true;
+                        if round == 0 && self.woken {
+                            // Woken by bytes that made no plaintext.
+                            partial.sealed_bytes(Instant::now(), self.shared.message_timeout);
+                        }
+                    }
+                }
+                break;
+            }
+            Ok(())
+        })?;
+        Ok((ended, drained))
+    }
 }
 
 /// One read of whatever TLS can give now, without waiting: Pending when

@@ -119,18 +119,7 @@ pub fn start(
         let interface = Interface::find(name)?;
         let attached = Attached::attach(&interface, &ports, xdp.mode)?;
         destinations.push(attached.destinations()?);
-        let mut sockets = Vec::new();
-        for queue in 0..interface.rx_queues {
-            let socket = XskSocket::bind(interface.index, queue, xdp.mode != Mode::Generic)
-                .map_err(|e| {
-                    io::Error::new(
-                        e.kind(),
-                        format!("AF_XDP socket on {name} queue {queue}: {e}"),
-                    )
-                })?;
-            attached.serve_queue(queue, &socket)?;
-            sockets.push(socket);
-        }
+        let sockets = open_sockets(&interface, &attached, name, xdp.mode)?;
         tracing::info!(
             "XDP on {name} ({} mode, {} sockets) for UDP port(s) {ports:?} to {:?}: {} queue(s)",
             if attached.native { "native" } else { "generic" },
@@ -149,21 +138,7 @@ pub fn start(
             shares[i % threads].push(socket);
         }
         for (i, sockets) in shares.into_iter().enumerate() {
-            let worker = Worker {
-                catalog: arc_swap::Cache::new(service.processor.catalog().clone()),
-                host: arc_swap::Cache::new(host.clone()),
-                config: config.clone(),
-                cells: service.stats.worker(),
-                service: service.clone(),
-                coalesce: server.udp_coalesce,
-                answerer: BatchAnswerer::default(),
-                events: Vec::new(),
-                limiter: Limiter::for_worker(server.rrl.as_ref(), threads)?,
-                pending: Vec::with_capacity(BATCH),
-                responses: (0..BATCH).map(|_| Vec::with_capacity(4096)).collect(),
-                frames: Vec::with_capacity(BATCH),
-                found: Vec::with_capacity(BATCH),
-            };
+            let worker = Worker::new(&service, config.clone(), host.clone(), server, threads)?;
             let cpus = &server.cpu_affinity;
             let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
             let stop = stop.clone();
@@ -187,6 +162,29 @@ pub fn start(
         .spawn(move || watch_addresses(watch, destinations, &host, &lost, &stop))?;
     started.threads.push(thread);
     Ok(started)
+}
+
+/// One AF_XDP socket for each RX queue of `interface`, each registered
+/// with the attached program.
+fn open_sockets(
+    interface: &Interface,
+    attached: &Attached,
+    name: &str,
+    mode: Mode,
+) -> io::Result<Vec<XskSocket>> {
+    let mut sockets = Vec::new();
+    for queue in 0..interface.rx_queues {
+        let socket =
+            XskSocket::bind(interface.index, queue, mode != Mode::Generic).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("AF_XDP socket on {name} queue {queue}: {e}"),
+                )
+            })?;
+        attached.serve_queue(queue, &socket)?;
+        sockets.push(socket);
+    }
+    Ok(sockets)
 }
 
 /// What the workers take as never a query's source: every address of the
@@ -423,6 +421,31 @@ struct Worker {
 }
 
 impl Worker {
+    /// A worker answering for `service`, one of `threads`.
+    fn new(
+        service: &Arc<Service>,
+        config: Arc<AnswerConfig>,
+        host: Arc<ArcSwap<packet::HostAddresses>>,
+        server: &ServerConfig,
+        threads: usize,
+    ) -> io::Result<Self> {
+        Ok(Worker {
+            catalog: arc_swap::Cache::new(service.processor.catalog().clone()),
+            host: arc_swap::Cache::new(host),
+            config,
+            cells: service.stats.worker(),
+            service: service.clone(),
+            coalesce: server.udp_coalesce,
+            answerer: BatchAnswerer::default(),
+            events: Vec::new(),
+            limiter: Limiter::for_worker(server.rrl.as_ref(), threads)?,
+            pending: Vec::with_capacity(BATCH),
+            responses: (0..BATCH).map(|_| Vec::with_capacity(4096)).collect(),
+            frames: Vec::with_capacity(BATCH),
+            found: Vec::with_capacity(BATCH),
+        })
+    }
+
     /// Serves `sockets` until `stop`: takes a batch from each, answers
     /// it, and queues the replies. They are sent by the `poll()` that
     /// waits for the next queries (one system call per wake, where a
