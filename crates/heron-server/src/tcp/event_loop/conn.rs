@@ -30,6 +30,11 @@ pub(super) struct Conn {
     pub(super) read_closed: bool,
     pub(super) deadline: Deadline,
     opened: Instant,
+    /// TLS bytes have come from the client: its handshake is under way.
+    /// Before the first, a TLS connection is as idle as a plain one
+    /// between messages (silent connections to the TLS port were never
+    /// shed and kept every TCP client out: black-box finding BH-2).
+    heard: bool,
     _slot: Slot,
 }
 
@@ -66,6 +71,7 @@ impl Conn {
             read_closed: false,
             deadline: Deadline::default(),
             opened: now,
+            heard: false,
             _slot: slot,
         }
     }
@@ -152,7 +158,7 @@ impl Conn {
             || self.partial.in_message()
             || !self.out.is_empty()
             || self.later.is_some()
-            || self.tls.as_ref().is_some_and(|t| t.is_handshaking());
+            || (self.heard && self.tls.as_ref().is_some_and(|t| t.is_handshaking()));
         (!busy).then(|| self.partial.deadline())
     }
 
@@ -268,6 +274,7 @@ impl Conn {
             }
             Ok(_) => {
                 self.may_read = !socket.drained || self.read_closed;
+                self.heard = true;
                 true
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

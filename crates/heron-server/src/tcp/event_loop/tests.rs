@@ -82,6 +82,21 @@ fn closed_by_server(conn: &mut std::net::TcpStream) -> bool {
         && conn.read(&mut [0; 1]).map_or(true, |n| n == 0)
 }
 
+/// Whether the server closes `conn` within `wait`: EOF or a reset, not a
+/// read that times out.
+fn closed_within(conn: &mut std::net::TcpStream, wait: Duration) -> bool {
+    use std::io::Read;
+    conn.set_read_timeout(Some(wait)).unwrap();
+    let mut sink = [0u8; 4096];
+    loop {
+        match conn.read(&mut sink) {
+            Ok(0) => return true,
+            Ok(_) => continue, // an alert or answers before the close
+            Err(e) => return e.kind() == std::io::ErrorKind::ConnectionReset,
+        }
+    }
+}
+
 #[test]
 fn pipelined_queries_are_all_answered_on_every_connection() {
     with_loops(TcpLimits::default(), |addr| {
@@ -195,36 +210,66 @@ fn garbage_closes_only_its_own_connection() {
     });
 }
 
-/// DNS over TLS from the loop: pipelined queries answered, and a second
-/// connection resumes the first one's session (the listener's rustls
-/// settings, as on the runtime).
-#[test]
-fn tls_queries_are_answered_and_a_second_connection_resumes() {
-    use std::io::{Read, Write};
+/// A self-signed server configuration, and a client's that trusts it.
+fn tls_configs() -> (Arc<rustls::ServerConfig>, Arc<rustls::ClientConfig>) {
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
     let key = cert.signing_key.serialize_pem();
     let server = crate::tls::server_config(cert.cert.pem().as_bytes(), key.as_bytes()).unwrap();
     let mut roots = rustls::RootCertStore::empty();
     roots.add(cert.cert.der().clone()).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let client = Arc::new(
-        rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth(),
-    );
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    (server, Arc::new(client))
+}
+
+/// A TLS client connection to `addr`, its handshake made by the first
+/// write or read.
+fn tls_client(
+    client: &Arc<rustls::ClientConfig>,
+    addr: SocketAddr,
+) -> rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream> {
+    let name = "localhost".try_into().unwrap();
+    let conn = rustls::ClientConnection::new(client.clone(), name).unwrap();
+    let socket = std::net::TcpStream::connect(addr).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    rustls::StreamOwned::new(conn, socket)
+}
+
+/// A query over `tls`, answered with its ID.
+fn tls_answers(
+    tls: &mut rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>,
+    id: u16,
+) -> bool {
+    use std::io::{Read, Write};
+    let q = query(id);
+    let mut framed = (q.len() as u16).to_be_bytes().to_vec();
+    framed.extend(q);
+    let mut len = [0u8; 2];
+    if tls.write_all(&framed).is_err() || tls.read_exact(&mut len).is_err() {
+        return false;
+    }
+    let mut answer = vec![0u8; u16::from_be_bytes(len) as usize];
+    tls.read_exact(&mut answer).is_ok() && answer[..2] == id.to_be_bytes()
+}
+
+/// DNS over TLS from the loop: pipelined queries answered, and a second
+/// connection resumes the first one's session (the listener's rustls
+/// settings, as on the runtime).
+#[test]
+fn tls_queries_are_answered_and_a_second_connection_resumes() {
+    use std::io::{Read, Write};
+    let (server, client) = tls_configs();
     with_loops_on(Some(server), TcpLimits::default(), |loops| {
         let addr = loops.bound[0];
         let mut kinds = Vec::new();
         for _ in 0..2 {
-            let name = "localhost".try_into().unwrap();
-            let conn = rustls::ClientConnection::new(client.clone(), name).unwrap();
-            let socket = std::net::TcpStream::connect(addr).unwrap();
-            socket
-                .set_read_timeout(Some(Duration::from_secs(10)))
-                .unwrap();
-            let mut tls = rustls::StreamOwned::new(conn, socket);
+            let mut tls = tls_client(&client, addr);
             let mut burst = Vec::new();
             for id in 1..=5u16 {
                 let q = query(id);
@@ -312,6 +357,39 @@ fn at_the_total_limit_the_longest_idle_connection_makes_room() {
         assert!(heron_testkit::client::answers_on(&mut c, &query(3)));
         assert!(closed_by_server(&mut a), "the longest idle made room");
         assert!(heron_testkit::client::answers_on(&mut b, &query(4)));
+    });
+}
+
+/// A connection to the TLS port that has sent nothing is as idle as a
+/// plain one between messages: at the total limit it makes room (black-box
+/// finding BH-2: silent connections to the TLS port were never shed, and
+/// a few hundred kept every TCP and TLS client out for the idle timeout).
+/// One whose ClientHello has begun is a handshake under way, not shed.
+#[test]
+fn at_the_total_limit_a_silent_tls_connection_makes_room() {
+    use std::io::Write;
+    let limits = TcpLimits {
+        max_connections: 2,
+        idle_timeout: Duration::from_secs(60),
+        ..TcpLimits::default()
+    };
+    let (server, client) = tls_configs();
+    with_n_loops(1, Some(server), limits, service(), |loops| {
+        let addr = loops.bound[0];
+        let mut silent = std::net::TcpStream::connect(addr).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let mut begun = std::net::TcpStream::connect(addr).unwrap();
+        begun.write_all(&[0x16, 0x03, 0x01]).unwrap(); // a record begun
+        std::thread::sleep(Duration::from_millis(50));
+        let mut newcomer = tls_client(&client, addr);
+        assert!(tls_answers(&mut newcomer, 1), "answered in place of one");
+        let made_room = closed_within(&mut silent, Duration::from_secs(10));
+        assert!(made_room, "the silent one made room");
+        // The newcomer, answered, is idle now; the begun handshake is not.
+        let mut second = tls_client(&client, addr);
+        assert!(tls_answers(&mut second, 2), "answered in place of one");
+        assert!(closed_within(newcomer.get_mut(), Duration::from_secs(10)));
+        assert!(!closed_within(&mut begun, Duration::from_millis(300)));
     });
 }
 
