@@ -13,6 +13,8 @@ mod xfr_common;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use heron_proto::RType;
@@ -522,14 +524,7 @@ fn a_primarys_garbage_wrong_id_or_oversized_answer_is_not_relayed() {
             let _ = conn.write_all(&framed);
         }
     });
-    let secondary = ServerProcess::heron_with_config(&heron(), "local.test", |port| {
-        secondary_config(port, &dir, primary, "\"127.0.0.1\"")
-    });
-    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
-    client.connect(secondary.addr()).unwrap();
-    client
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
+    let (secondary, client) = forwarding_secondary(&dir, primary);
     let mut buf = [0u8; 8192];
     // An unsigned request's answer is the secondary's own, with the
     // primary's rcode: one past the client's UDP size is no matter then.
@@ -543,6 +538,89 @@ fn a_primarys_garbage_wrong_id_or_oversized_answer_is_not_relayed() {
     }
     let log = secondary.log();
     assert!(log.contains("no primary answered"), "{log}");
+}
+
+/// A Heron secondary of `primary` forwarding what 127.0.0.1 sends, and a
+/// UDP client of it.
+fn forwarding_secondary(dir: &Path, primary: SocketAddr) -> (ServerProcess, UdpSocket) {
+    let secondary = ServerProcess::heron_with_config(&heron(), "local.test", |port| {
+        secondary_config(port, dir, primary, "\"127.0.0.1\"")
+    });
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client.connect(secondary.addr()).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    (secondary, client)
+}
+
+/// A primary answering NOERROR to every UPDATE on a connection, for as
+/// long as the connection lasts; the count of connections that carried one.
+fn counting_primary() -> (SocketAddr, Arc<AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (addr, count) = (
+        listener.local_addr().unwrap(),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let counted = count.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().take(512) {
+            let Ok(mut conn) = conn else { return };
+            let counted = counted.clone();
+            std::thread::spawn(move || {
+                let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
+                let mut carried = false;
+                let mut len = [0u8; 2];
+                while conn.read_exact(&mut len).is_ok() {
+                    let mut m = vec![0u8; usize::from(u16::from_be_bytes(len))];
+                    if conn.read_exact(&mut m).is_err() || m.len() < 12 {
+                        return;
+                    }
+                    if (m[2] >> 3) & 0xf != 5 {
+                        continue; // the secondary's SOA checks: not answered
+                    }
+                    if !carried {
+                        carried = true;
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
+                    m[2] |= 0x80;
+                    let mut framed = (m.len() as u16).to_be_bytes().to_vec();
+                    framed.extend_from_slice(&m);
+                    if conn.write_all(&framed).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, count)
+}
+
+/// Forwards reuse their connections to the primary, and their log lines
+/// are limited (black-box finding BH-1: a flood of UPDATEs over UDP made
+/// one new TCP connection, so one TIME_WAIT, and one INFO line each).
+#[test]
+fn forwards_reuse_connections_to_the_primary_and_their_lines_are_limited() {
+    const UPDATES: u16 = 60;
+    let dir = dir("reuse");
+    let (primary, connections) = counting_primary();
+    let (secondary, client) = forwarding_secondary(&dir, primary);
+    let mut buf = [0u8; 1500];
+    for id in 0..UPDATES {
+        client
+            .send(&update_message(id, &format!("r{id}.{ZONE}")))
+            .unwrap();
+        let n = client.recv(&mut buf).expect("the update is answered");
+        assert_eq!(u16::from_be_bytes([buf[0], buf[1]]), id);
+        assert_eq!(buf[3] & 0x0f, 0, "NOERROR: {}", secondary.log());
+        assert!(n >= 12);
+    }
+    let opened = connections.load(Ordering::SeqCst);
+    assert!(opened <= 2, "{opened} connections for {UPDATES} forwards");
+    let log = secondary.log();
+    let lines = log.lines().filter(|l| l.contains("forwarded to")).count();
+    assert!((1..=10).contains(&lines), "{lines} lines: {log}");
 }
 
 /// `update_message` with an OPT record asking for the NSID.

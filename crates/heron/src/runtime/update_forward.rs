@@ -13,11 +13,15 @@
 //! [`MAX_OUTSTANDING`] forwards wait at once, shared between primaries
 //! as [`Waiting::admits`] says (more are answered SERVFAIL at once), each
 //! for
-//! [`FORWARD_TIMEOUT`] at most (then SERVFAIL).
+//! [`FORWARD_TIMEOUT`] at most (then SERVFAIL). Connections to a
+//! primary are kept for the next forward ([`IDLE_PER_PRIMARY`] at most):
+//! a flood of forwards left one TIME_WAIT each on the path to the primary
+//! (black-box finding BH-1). The lines of forwards answered are limited as
+//! those of NOTIFYs: an address rule over UDP is anyone's to send from.
 
 use heron_server::processor::log_limit::{LOG_INTERVAL, LogLimiter};
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -49,10 +53,50 @@ pub(crate) const PRIMARY_SURE: usize = 16;
 /// working one still has its sure share until six hang at once.
 pub(crate) const PRIMARY_SHARE: usize = MAX_OUTSTANDING / 4;
 
+/// Connections to one primary kept for the next forward, at most.
+pub(crate) const IDLE_PER_PRIMARY: usize = 8;
+
 /// The forwards in flight.
 pub(crate) struct Forwarder {
     slots: Arc<Semaphore>,
     waiting: Arc<Mutex<Waiting>>,
+    kept: Arc<KeptConnections>,
+}
+
+/// Connections whose forward was answered, by primary and source address,
+/// for the next forward to reuse.
+#[derive(Default)]
+struct KeptConnections {
+    by_route: Mutex<HashMap<Route, Vec<TcpStream>>>,
+}
+
+/// A primary and the source address connections to it are made from.
+type Route = (SocketAddr, Option<IpAddr>);
+
+impl KeptConnections {
+    /// A kept connection to `primary` the primary has not closed.
+    fn take(&self, primary: &Upstream) -> Option<TcpStream> {
+        let mut by_route = self.by_route.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = by_route.get_mut(&(primary.addr, primary.source))?;
+        while let Some(stream) = kept.pop() {
+            // Nothing to read is a connection still open; an EOF or
+            // bytes nobody asked for are not.
+            match stream.try_read(&mut [0u8; 1]) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Some(stream),
+                _ => continue,
+            }
+        }
+        None
+    }
+
+    /// Keeps `stream` unless [`IDLE_PER_PRIMARY`] are kept already.
+    fn give_back(&self, primary: &Upstream, stream: TcpStream) {
+        let mut by_route = self.by_route.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = by_route.entry((primary.addr, primary.source)).or_default();
+        if kept.len() < IDLE_PER_PRIMARY {
+            kept.push(stream);
+        }
+    }
 }
 
 /// Forwards waiting, by the first primary asked.
@@ -77,6 +121,7 @@ impl Default for Forwarder {
         Forwarder {
             slots: Arc::new(Semaphore::new(MAX_OUTSTANDING)),
             waiting: Arc::default(),
+            kept: Arc::default(),
         }
     }
 }
@@ -146,14 +191,15 @@ impl Forwarder {
             let why = format!("{MAX_OUTSTANDING} forwarded updates are waiting already");
             return give_up_as(update, xfr, ALL_SLOTS_TAKEN, &why);
         };
-        let xfr = xfr.clone();
+        let (xfr, kept) = (xfr.clone(), self.kept.clone());
         tokio::spawn(async move {
             let _slot = (slot, share);
             let resigned = signing.map(|key| resign(&update.request, key));
             let message = resigned
                 .as_ref()
                 .map_or(&update.request.message, |r| &r.message);
-            let sent = tokio::time::timeout(FORWARD_TIMEOUT, ask_primaries(&targets, message));
+            let sent =
+                tokio::time::timeout(FORWARD_TIMEOUT, ask_primaries(&targets, message, &kept));
             match (sent.await, resigned) {
                 (Ok(Some((answer, primary))), None) => relay(update, answer, primary, &xfr),
                 (Ok(Some((answer, primary))), Some(r)) => {
@@ -246,11 +292,15 @@ fn bad_signature(update: Update, xfr: &Transfers, primary: SocketAddr, key: &Nam
 /// [`FORWARD_TIMEOUT`], so that one that hangs leaves the next time to
 /// answer (black-box finding: the first took it all; BIND goes on to the
 /// second). The caller bounds the whole.
-async fn ask_primaries(primaries: &[Upstream], message: &[u8]) -> Option<(Vec<u8>, SocketAddr)> {
+async fn ask_primaries(
+    primaries: &[Upstream],
+    message: &[u8],
+    kept: &KeptConnections,
+) -> Option<(Vec<u8>, SocketAddr)> {
     let each = FORWARD_TIMEOUT / u32::try_from(primaries.len()).unwrap_or(u32::MAX).max(1);
     for (i, primary) in primaries.iter().enumerate() {
         let last = i + 1 == primaries.len();
-        let attempt = exchange(primary, message);
+        let attempt = exchange(primary, message, kept);
         let answered = match last {
             true => attempt.await,
             false => (tokio::time::timeout(each, attempt).await)
@@ -265,10 +315,43 @@ async fn ask_primaries(primaries: &[Upstream], message: &[u8]) -> Option<(Vec<u8
     None
 }
 
-/// One exchange over a new TCP connection (from the primary's configured
-/// source address, if any).
-async fn exchange(primary: &Upstream, message: &[u8]) -> std::io::Result<Vec<u8>> {
+/// One exchange over a kept connection, or a new one (from the primary's
+/// configured source address, if any), kept afterwards. A kept one that
+/// fails (the primary closed it as the message went) is given up for a
+/// new one.
+async fn exchange(
+    primary: &Upstream,
+    message: &[u8],
+    kept: &KeptConnections,
+) -> std::io::Result<Vec<u8>> {
+    if let Some(mut stream) = kept.take(primary) {
+        match exchange_on(&mut stream, message).await {
+            Ok(answer) => return Ok(keep_if_answered(kept, primary, stream, answer, message)),
+            Err(e) => tracing::debug!("forwarded UPDATE: a kept connection failed: {e}"),
+        }
+    }
     let mut stream = connect(primary).await?;
+    let answer = exchange_on(&mut stream, message).await?;
+    Ok(keep_if_answered(kept, primary, stream, answer, message))
+}
+
+/// `answer`, its connection kept if it answers `message` (after anything
+/// else, what the primary sends next is not known to be in step).
+fn keep_if_answered(
+    kept: &KeptConnections,
+    primary: &Upstream,
+    stream: TcpStream,
+    answer: Vec<u8>,
+    message: &[u8],
+) -> Vec<u8> {
+    if answers(&answer, message) {
+        kept.give_back(primary, stream);
+    }
+    answer
+}
+
+/// `message` and its answer on `stream`.
+async fn exchange_on(stream: &mut TcpStream, message: &[u8]) -> std::io::Result<Vec<u8>> {
     let len = u16::try_from(message.len()).map_err(std::io::Error::other)?;
     let mut framed = Vec::with_capacity(2 + message.len());
     framed.extend_from_slice(&len.to_be_bytes());
@@ -329,10 +412,20 @@ fn relay(update: Update, answer: Vec<u8>, primary: SocketAddr, xfr: &Transfers) 
     }
     let (zone, peer) = (&update.request.origin, update.request.peer);
     let key = update.request.key().map_or("-".into(), |k| k.to_string());
-    tracing::info!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: forwarded to {primary}, which answered {rcode}");
+    if let Some(due) = FORWARDED_LOG.admit(0, unix_now()) {
+        let more = due.tail();
+        tracing::info!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: forwarded to {primary}, which answered {rcode}{more}");
+    }
     xfr.zone_stats.update(zone, rcode.0);
     update.answer(answer);
 }
+
+/// Lines of forwarded UPDATEs answered, per [`LOG_INTERVAL`] (each also
+/// counted by zone and rcode in the metrics): one a message, a flood over
+/// UDP made as many lines (black-box finding BH-1).
+static FORWARDED_LOG: std::sync::LazyLock<LogLimiter<1>> =
+    std::sync::LazyLock::new(|| LogLimiter::with_lines(LOG_INTERVAL, FORWARDED_LINES));
+const FORWARDED_LINES: u64 = 10;
 
 /// Lines of forwarded UPDATEs given up, per [`LOG_INTERVAL`]: a client
 /// that may forward sends as many as it likes (10,000 made as many lines
