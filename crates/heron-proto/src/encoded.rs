@@ -781,6 +781,15 @@ impl AdditionalBlock {
         (sig_ttl, sigs): Signatures,
         required: bool,
     ) {
+        // Offsets are kept in 16 bits: an RRset that would take a part
+        // past them is left out (no response could carry it anyway).
+        let size = |rdatas: &[&[u8]]| rdatas.iter().map(|rd| 12 + rd.len()).sum::<usize>();
+        let sig_part = 2 + OWNER_LEN * (self.sig_owners.len() + sigs.len()) + self.sig_bytes.len();
+        if self.bytes.len() + size(rdatas) > usize::from(u16::MAX)
+            || sig_part + size(sigs) > usize::from(u16::MAX)
+        {
+            return;
+        }
         push_records(
             &mut self.bytes,
             &mut self.owners,
@@ -1141,6 +1150,28 @@ mod tests {
     use super::*;
     use crate::message::Message;
     use crate::name::Name;
+
+    /// A block's offsets are 16 bits: an address RRset that would take its
+    /// records or signatures past them is left out, the block kept as it
+    /// was (a delegation's glue is no longer cut at 16 names, so a zone's
+    /// addresses could make one that large).
+    #[test]
+    fn an_address_rrset_past_a_blocks_offsets_is_left_out() {
+        let address = [192u8, 0, 2, 1];
+        let fits: Vec<&[u8]> = vec![&address; 4000]; // 64,000 octets
+        let past: Vec<&[u8]> = vec![&address; 200];
+        let mut block = AdditionalBlock::default();
+        block.push(0, (RType::A, 60, &fits), (0, &[]), true);
+        assert_eq!(block.groups.len(), 1);
+        let before = block.bytes.len();
+        block.push(0, (RType::A, 60, &past), (0, &[]), true);
+        assert_eq!((block.groups.len(), block.bytes.len()), (1, before));
+        let signature = [0u8; 300];
+        let sigs: Vec<&[u8]> = vec![&signature; 300]; // 93,600 octets
+        let mut signed = AdditionalBlock::default();
+        signed.push(0, (RType::A, 60, &past[..1]), (60, &sigs), false);
+        assert!(signed.is_empty());
+    }
 
     fn wire(s: &str) -> Vec<u8> {
         Name::parse(s).unwrap().as_wire().to_vec()

@@ -266,6 +266,36 @@ fn required_glue_that_does_not_fit_still_truncates_with_do() {
     }
 }
 
+/// A referral carries the glue of every name server inside the delegated
+/// zone, however many (RFC 9471; black-box finding BI-1: only the first
+/// 16 names' glue came, without TC), and is truncated when it does not
+/// fit; optional addresses (an MX's targets) stay at 16 names.
+#[test]
+fn a_referral_carries_all_its_required_glue_or_truncates() {
+    let mut text = zone_text();
+    for i in 0..20 {
+        text.push_str(&format!("\nwide NS n{i}.wide\nn{i}.wide A 192.0.2.{i}"));
+        text.push_str(&format!("\nmany MX {i} m{i}\nm{i} A 198.51.100.{i}"));
+    }
+    let mut cat = Catalog::new();
+    cat.insert(load(&text));
+    let raw = ask_raw(&cat, &query("www.wide.example.test", RType::A, 4096, false));
+    let m = Message::parse(&raw).unwrap();
+    assert!(!m.header.has(flags::TC), "{} octets", raw.len());
+    let glue = |m: &Message, t: RType| m.additional.iter().filter(|r| r.rtype == t).count();
+    assert_eq!(glue(&m, RType::A), 20);
+    // Past the client's size, truncated.
+    assert!(raw.len() > 600);
+    let raw = ask_raw(&cat, &query("www.wide.example.test", RType::A, 600, false));
+    let m = Message::parse(&raw).unwrap();
+    assert!(m.header.has(flags::TC), "{} octets", raw.len());
+    let m = Message::parse(&ask_raw(
+        &cat,
+        &query("many.example.test", RType::MX, 4096, false),
+    ));
+    assert_eq!(glue(&m.unwrap(), RType::A), 16, "optional: 16 names");
+}
+
 /// The batch path answers DO queries byte for byte as `answer` alone.
 #[test]
 fn a_batch_answers_do_queries_as_each_alone() {

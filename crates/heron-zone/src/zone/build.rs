@@ -1811,7 +1811,12 @@ pub(super) fn additional_block(
     if !matches!(set.rtype, RType::NS | RType::MX | RType::SRV) || set.rdatas.is_empty() {
         return AdditionalBlock::default();
     }
-    let mut block = AdditionalBlock::for_targets(set.rdatas.len().min(MAX_ADDITIONAL_TARGETS));
+    let delegation = is_cut && set.rtype == RType::NS;
+    let targets = match delegation {
+        true => set.rdatas.len(),
+        false => set.rdatas.len().min(MAX_ADDITIONAL_TARGETS),
+    };
+    let mut block = AdditionalBlock::for_targets(targets);
     // The target name's offset in a record: past TYPE CLASS TTL RDLENGTH
     // (10 octets) and the RDATA's leading numbers.
     let name_offset = 10
@@ -1820,31 +1825,66 @@ pub(super) fn additional_block(
             RType::SRV => 6,
             _ => 0,
         };
-    // The targets found so far (at most MAX_ADDITIONAL_TARGETS).
-    let mut seen: Vec<&[u8]> = Vec::new();
+    // The targets found so far; the optional ones at most
+    // MAX_ADDITIONAL_TARGETS.
+    let mut seen = SeenTargets::default();
+    let mut optional = 0;
     let mut lower = NameBuf::new();
     for (k, rd) in set.rdatas.iter().enumerate() {
         let Some(target) = rdata::names_for_additional(set.rtype, rd) else {
             continue;
         };
-        let again = seen.iter().any(|s| s.eq_ignore_ascii_case(target));
-        if again || seen.len() == MAX_ADDITIONAL_TARGETS {
+        // Glue for a name server inside the delegated zone is required
+        // (RFC 9471), all of it: without it the referral cannot be
+        // followed (black-box finding BI-1: only 16 names' glue was given,
+        // and no TC). Other addresses are optional.
+        let required = delegation && ends_with_name(target, owner.as_wire());
+        if (!required && optional == MAX_ADDITIONAL_TARGETS) || seen.holds(target) {
             continue;
         }
         lower.set(target);
         lower.make_lowercase();
-        // Glue for a name server inside the delegated zone is required
-        // (RFC 9471): without it the referral cannot be followed.
-        let required = is_cut && set.rtype == RType::NS && ends_with_name(target, owner.as_wire());
         let at = encoded.name_position(k, name_offset);
         let found = addresses(lower.as_wire(), &mut |set, sigs| {
             block.push(at, set, sigs, required);
         });
         if found {
-            seen.push(target);
+            seen.add(target, lower.as_wire());
+            optional += usize::from(!required);
         }
     }
     block
+}
+
+/// Additional targets already in a block. A delegation's name servers may
+/// be thousands: past a few, they are looked up by their lower-cased name
+/// rather than compared one by one.
+#[derive(Default)]
+struct SeenTargets<'a> {
+    few: Vec<&'a [u8]>,
+    many: HashSet<Vec<u8>>,
+}
+
+impl<'a> SeenTargets<'a> {
+    const FEW: usize = 16;
+
+    fn holds(&self, target: &[u8]) -> bool {
+        if self.many.is_empty() {
+            return self.few.iter().any(|s| s.eq_ignore_ascii_case(target));
+        }
+        self.many.contains(&target.to_ascii_lowercase())
+    }
+
+    fn add(&mut self, target: &'a [u8], lower: &[u8]) {
+        if self.few.len() < Self::FEW {
+            self.few.push(target);
+            return;
+        }
+        if self.many.is_empty() {
+            self.many = self.few.iter().map(|s| s.to_ascii_lowercase()).collect();
+        }
+        self.many.insert(lower.to_vec());
+    }
 }
 
 /// The SOA's TTL in negative answers: the lesser of its own and its
