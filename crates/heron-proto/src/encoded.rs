@@ -781,13 +781,14 @@ impl AdditionalBlock {
         (sig_ttl, sigs): Signatures,
         required: bool,
     ) {
-        // Offsets are kept in 16 bits: an RRset that would take a part
-        // past them is left out (no response could carry it anyway).
+        // A packed block is at most MAX_PACKED octets (its offsets are 16
+        // bits): an RRset that would take it past that is left out (no
+        // response could carry it anyway), so that the RRset carrying the
+        // block is always stored.
         let size = |rdatas: &[&[u8]]| rdatas.iter().map(|rd| 12 + rd.len()).sum::<usize>();
-        let sig_part = 2 + OWNER_LEN * (self.sig_owners.len() + sigs.len()) + self.sig_bytes.len();
-        if self.bytes.len() + size(rdatas) > usize::from(u16::MAX)
-            || sig_part + size(sigs) > usize::from(u16::MAX)
-        {
+        let records = rdatas.len() + sigs.len();
+        let grown = self.packed_len() + GROUP_LEN + OWNER_LEN * records + 2;
+        if grown + size(rdatas) + size(sigs) > MAX_PACKED {
             return;
         }
         push_records(
@@ -809,6 +810,19 @@ impl AdditionalBlock {
             sig_end: self.sig_bytes.len() as u16,
             sigs: sigs.len() as u16,
         });
+    }
+
+    /// Octets of the packed form ([`AdditionalBlock::pack`]).
+    fn packed_len(&self) -> usize {
+        let sig_part = match self.sig_bytes.is_empty() {
+            true => 0,
+            false => 2 + OWNER_LEN * self.sig_owners.len() + self.sig_bytes.len(),
+        };
+        BLOCK_HEADER
+            + GROUP_LEN * self.groups.len()
+            + OWNER_LEN * self.owners.len()
+            + sig_part
+            + self.bytes.len()
     }
 
     /// Appends the packed form: group and owner counts and the signature
@@ -1158,7 +1172,7 @@ mod tests {
     #[test]
     fn an_address_rrset_past_a_blocks_offsets_is_left_out() {
         let address = [192u8, 0, 2, 1];
-        let fits: Vec<&[u8]> = vec![&address; 4000]; // 64,000 octets
+        let fits: Vec<&[u8]> = vec![&address; 3200]; // 64,000 octets packed
         let past: Vec<&[u8]> = vec![&address; 200];
         let mut block = AdditionalBlock::default();
         block.push(0, (RType::A, 60, &fits), (0, &[]), true);
@@ -1166,6 +1180,10 @@ mod tests {
         let before = block.bytes.len();
         block.push(0, (RType::A, 60, &past), (0, &[]), true);
         assert_eq!((block.groups.len(), block.bytes.len()), (1, before));
+        let mut packed = Vec::new();
+        block.pack(&mut packed);
+        assert_eq!(packed.len(), block.packed_len());
+        assert!(packed.len() <= MAX_PACKED);
         let signature = [0u8; 300];
         let sigs: Vec<&[u8]> = vec![&signature; 300]; // 93,600 octets
         let mut signed = AdditionalBlock::default();

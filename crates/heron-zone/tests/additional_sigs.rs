@@ -296,6 +296,26 @@ fn a_referral_carries_all_its_required_glue_or_truncates() {
     assert_eq!(glue(&m.unwrap(), RType::A), 16, "optional: 16 names");
 }
 
+/// A delegation to thousands of name servers below its cut, each with an
+/// A and an AAAA: more glue than one stored block holds. The zone loads,
+/// its block holding what fits.
+#[test]
+fn a_delegation_with_more_glue_than_a_block_holds_still_loads() {
+    let mut text = zone_text();
+    for i in 0..2000 {
+        text.push_str(&format!(
+            "\nhuge NS n{i}.huge\nn{i}.huge A 192.0.2.{}",
+            i % 250
+        ));
+        text.push_str(&format!("\nn{i}.huge AAAA 2001:db8::{i:x}"));
+    }
+    let mut cat = Catalog::new();
+    cat.insert(load(&text));
+    let raw = ask_raw(&cat, &query("www.huge.example.test", RType::A, 1232, false));
+    let m = Message::parse(&raw).unwrap();
+    assert!(m.header.has(flags::TC), "{} octets", raw.len());
+}
+
 /// The batch path answers DO queries byte for byte as `answer` alone.
 #[test]
 fn a_batch_answers_do_queries_as_each_alone() {

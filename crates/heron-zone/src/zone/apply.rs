@@ -26,7 +26,7 @@ use super::build::{
 };
 use super::chain::DenialChain;
 use super::diff::{DiffRecord, ZoneDiff};
-use super::node::{Moves, Node, Shard, node_len};
+use super::node::{Moves, Node, RRSET_TOO_LARGE, Shard, node_len};
 use super::table::NodeTable;
 use super::targets::Emit;
 use super::{Links, Problem, SOA_FAR, Severity, Zone, count, is_wildcard, node_place, shard_of};
@@ -650,10 +650,7 @@ impl<'z> Edit<'z> {
             },
         );
         if let Err(set) = written {
-            errors.push(format!(
-                "{owner} {}: the RRset is too large to store (more than 64 KiB as kept: at most 3,276 A records)",
-                set.rtype
-            ));
+            errors.push(format!("{owner} {}: {RRSET_TOO_LARGE}", set.rtype));
         }
         let ok = errors.is_empty();
         problems.extend(errors.into_iter().map(|message| Problem {

@@ -164,6 +164,10 @@ pub(crate) type Fill<'f> = &'f mut dyn FnMut(&mut Vec<u8>);
 #[derive(Debug)]
 pub(crate) struct TooLarge;
 
+/// Why an RRset is refused as [`TooLarge`], for any type (black-box
+/// finding BI-2: a TXT RRset was told of A records).
+pub(crate) const RRSET_TOO_LARGE: &str = "the RRset is too large to store: its records take more than 64 KiB as kept (each its RDATA and 16 octets more: at most 3,276 A records, or 240 TXT records of one 255-octet string)";
+
 /// Appends one node to an arena.
 pub(crate) struct NodeWriter<'a> {
     out: &'a mut Vec<u8>,
