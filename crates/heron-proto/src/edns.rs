@@ -326,17 +326,18 @@ impl<'a> OptionWriter<'a> {
     }
 
     /// Removes additional records before the OPT record, the last first,
-    /// until `needed` more octets fit the limit; whether they fit then.
-    /// Only for a message whose additional data is optional (an
-    /// authoritative answer's: RFC 2181 9, as BIND and Knot drop it to
-    /// give an NSID); a referral's glue may be required (RFC 9471).
-    pub fn drop_additional_for(&mut self, needed: usize) -> bool {
+    /// until `needed` more octets fit the limit, keeping the first
+    /// `at_least`; whether they fit then. Only records that are optional
+    /// may go: an authoritative answer's additional data (RFC 2181 9, as
+    /// BIND and Knot drop it to give an NSID), a referral's past its
+    /// required glue (RFC 9471).
+    pub fn drop_additional_for(&mut self, needed: usize, at_least: usize) -> bool {
         let fits = |w: &Self| w.msg.len() + needed <= w.limit;
         let Some(starts) = additional_starts(&self.msg[..self.opt_at], self.msg) else {
             return fits(self);
         };
         let mut kept = starts.len();
-        while !fits_without(self, &starts, kept, needed) && kept > 0 {
+        while !fits_without(self, &starts, kept, needed) && kept > at_least {
             kept -= 1;
         }
         if kept == starts.len() {

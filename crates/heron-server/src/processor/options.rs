@@ -91,10 +91,15 @@ fn append_with(
         Transport::Udp => super::size::limit(&p.config, q),
         Transport::Tcp | Transport::Tls => u16::MAX as usize,
     };
-    // An authoritative answer's additional data is optional (RFC 2181
-    // 9): dropped to make room for the NSID, as BIND and Knot do
-    // (regression hunt AX-7: TC for an answer that fit).
-    let authoritative = out.get(2).is_some_and(|b| b & (flags::AA >> 8) as u8 != 0);
+    // Optional additional data (RFC 2181 9) is dropped to make room for
+    // the NSID, as BIND and Knot do (regression hunt AX-7: TC for an
+    // answer that fit; black-box finding BI-4: TC for a referral whose
+    // additional addresses were none of them glue).
+    let needed = OPTION_HEADER_LEN + p.nsid.as_ref().map_or(0, |id| id.len());
+    let required = match needed > OPTION_HEADER_LEN && req.transport == Transport::Udp {
+        true => required_additional(out),
+        false => None,
+    };
     let Some(mut w) = OptionWriter::ending(out, limit.saturating_sub(reserve)) else {
         return;
     };
@@ -104,8 +109,7 @@ fn append_with(
         && w.nsid(id).is_err()
         && req.transport == Transport::Udp
     {
-        let needed = OPTION_HEADER_LEN + id.len();
-        if !(authoritative && w.drop_additional_for(needed)) {
+        if !required.is_some_and(|at_least| w.drop_additional_for(needed, at_least)) {
             w.keep_only_question(HEADER_LEN + q.question.len());
             truncated = true;
         }
@@ -120,6 +124,30 @@ fn append_with(
     if truncated {
         out[2] |= (flags::TC >> 8) as u8;
     }
+}
+
+/// How many of `response`'s additional records must stay, the first
+/// ones: none for an authoritative answer's; for a referral's, up to its
+/// last glue for a name server below the cut (RFC 9471); None when the
+/// additional data is not known to be optional (anything else).
+fn required_additional(response: &[u8]) -> Option<usize> {
+    if response
+        .get(2)
+        .is_some_and(|b| b & (flags::AA >> 8) as u8 != 0)
+    {
+        return Some(0);
+    }
+    let message = heron_proto::message::Message::parse(response).ok()?;
+    let cut = message.authority.iter().find(|r| r.rtype == RType::NS)?;
+    let below = |r: &&heron_proto::message::Record| r.name.is_subdomain_of(&cut.name);
+    let additional = message.additional.iter().filter(|r| r.rtype != RType::OPT);
+    Some(
+        additional
+            .enumerate()
+            .filter(|(_, r)| below(r))
+            .last()
+            .map_or(0, |(i, _)| i + 1),
+    )
 }
 
 /// The OPT record that ends a transfer's first message (or the SOA a

@@ -1017,6 +1017,56 @@ fn nsid_and_expire_are_added_when_asked() {
     assert!(options_of(&out).is_empty());
 }
 
+/// A processor of `text` (origin `r.test`) only, giving `nsid`.
+fn processor_of(text: &str, nsid: &[u8]) -> Processor {
+    let zone = load_zone_str(text, "r.zone", &n("r.test")).unwrap().zone;
+    let mut catalog = Catalog::new();
+    catalog.insert(zone);
+    let primary = Arc::new(Primary::new(HashMap::new(), 1 << 20));
+    let catalog = Arc::new(ArcSwap::from_pointee(catalog));
+    Processor::new(catalog, AnswerConfig::default(), primary, Arc::default())
+        .with_nsid(nsid.to_vec())
+}
+
+/// A referral whose additional addresses are none of them glue gives
+/// them up for the NSID, as an authoritative answer does and as NSD,
+/// Knot and BIND answer (black-box finding BI-4: TC, empty, and a larger
+/// client size got that where a smaller one did not); one whose glue
+/// (below the cut) does not fit with the NSID is still truncated.
+#[test]
+fn a_referral_gives_up_optional_addresses_for_the_nsid_but_not_glue() {
+    let mut text = String::from("$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n");
+    text.push_str("sub NS host\nglued NS ns.glued\n");
+    for i in 1..=18 {
+        text.push_str(&format!(
+            "host AAAA 2001:db8::{i}\nns.glued AAAA 2001:db8::{i}\n"
+        ));
+    }
+    let p = processor_of(&text, &[b'n'; 60]);
+    let ask = |qname: &str, size: u16| {
+        let mut q = with_opt(query(qname, RType::A, Opcode::QUERY), &[(3, b"")]);
+        let at = q.len() - 4 - 8; // the OPT's CLASS: the client's size
+        q[at..at + 2].copy_from_slice(&size.to_be_bytes());
+        response(process(&p, &q, "192.0.2.9", Transport::Udp))
+    };
+    let aaaa = |m: &Message| {
+        m.additional
+            .iter()
+            .filter(|r| r.rtype == RType::AAAA)
+            .count()
+    };
+    for size in [560, 600, 620] {
+        let (m, out, _) = ask("x.sub.r.test", size);
+        assert!(!m.header.has(flags::TC), "{size}: {m:?}");
+        assert!(aaaa(&m) < 18 && out.len() <= usize::from(size), "{size}");
+        assert_eq!(options_of(&out), [(3, vec![b'n'; 60])], "{size}");
+    }
+    let (m, _, _) = ask("x.sub.r.test", 700);
+    assert_eq!((m.header.has(flags::TC), aaaa(&m)), (false, 18));
+    let (m, _, _) = ask("x.glued.r.test", 600);
+    assert!(m.header.has(flags::TC), "required glue: {m:?}");
+}
+
 /// NSID in refused and failed transfers and in NOTIFY answers, as NSD,
 /// Knot and BIND give it, and edns-tcp-keepalive in transfers over TCP,
 /// as BIND (black-box finding AU-4: neither was there).
