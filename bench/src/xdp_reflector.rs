@@ -59,6 +59,7 @@ fn reflect_until_stopped(sockets: &mut [XskSocket], host: &packet::HostAddresses
             for frame in frames.drain(..) {
                 // Echoed through a buffer, as Heron writes its answers.
                 let written = packet::parse(socket.packet(&frame), host)
+                    .ok()
                     .filter(|datagram| {
                         let query = &socket.packet(&frame)[datagram.payload.clone()];
                         crate::reflector::reflect(query, &mut echo)

@@ -158,6 +158,21 @@ pub const CLOSE_REASONS: [&str; 8] = [
     "blackhole",
 ];
 
+/// Why a UDP datagram was dropped before it was read as a query: its
+/// source port is none a client sends from (0, or a service that answers
+/// any datagram, [`crate::ports::never_a_client`]); on the XDP path, also
+/// what the kernel would have dropped (a martian source, a bad checksum,
+/// lengths that do not add up).
+pub const DROP_REASONS: [&str; 4] = ["source_port", "martian_source", "checksum", "malformed"];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dropped {
+    SourcePort = 0,
+    MartianSource = 1,
+    Checksum = 2,
+    Malformed = 3,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Closed {
     Client = 0,
@@ -248,6 +263,7 @@ pub struct Cells {
     shed: Cell,
     closed: [Cell; CLOSE_REASONS.len()],
     handshakes: [Cell; HANDSHAKE_KINDS.len()],
+    dropped: [Cell; DROP_REASONS.len()],
 }
 
 impl Default for Cells {
@@ -263,6 +279,7 @@ impl Default for Cells {
             shed: Cell::default(),
             closed: std::array::from_fn(|_| Cell::default()),
             handshakes: std::array::from_fn(|_| Cell::default()),
+            dropped: std::array::from_fn(|_| Cell::default()),
         }
     }
 }
@@ -321,6 +338,11 @@ impl Cells {
         self.closed[why as usize].add(1);
     }
 
+    /// A datagram dropped unread, for `why`.
+    pub fn dropped(&self, why: Dropped) {
+        self.dropped[why as usize].add(1);
+    }
+
     fn add_to(&self, totals: &mut Totals) {
         for (t, row) in self.queries.iter().enumerate() {
             for (q, cell) in row.iter().enumerate() {
@@ -337,6 +359,7 @@ impl Cells {
         totals.shed += self.shed.get();
         add(&mut totals.closed, &self.closed);
         add(&mut totals.handshakes, &self.handshakes);
+        add(&mut totals.dropped, &self.dropped);
         totals.response_bytes.add(&self.response_bytes.read());
         totals.latency_us.add(&self.latency_us.read());
     }
@@ -417,6 +440,8 @@ pub struct Totals {
     pub closed: [u64; CLOSE_REASONS.len()],
     /// TLS handshakes completed, by [`HANDSHAKE_KINDS`].
     pub handshakes: [u64; HANDSHAKE_KINDS.len()],
+    /// UDP datagrams dropped unread, by [`DROP_REASONS`].
+    pub dropped: [u64; DROP_REASONS.len()],
 }
 
 impl Default for Totals {
@@ -432,6 +457,7 @@ impl Default for Totals {
             shed: 0,
             closed: [0; CLOSE_REASONS.len()],
             handshakes: [0; HANDSHAKE_KINDS.len()],
+            dropped: [0; DROP_REASONS.len()],
         }
     }
 }
@@ -459,6 +485,7 @@ impl Totals {
         out.shed = self.shed.wrapping_sub(base.shed);
         sub(&self.closed, &base.closed, &mut out.closed);
         sub(&self.handshakes, &base.handshakes, &mut out.handshakes);
+        sub(&self.dropped, &base.dropped, &mut out.dropped);
         out.response_bytes = self.response_bytes.minus(&base.response_bytes);
         out.latency_us = self.latency_us.minus(&base.latency_us);
         out

@@ -403,14 +403,23 @@ fn started_as_root_on_a_low_port_it_drops_to_the_user() {
 /// Forged queries from source port 0 (a raw socket's) get no answer and
 /// leave the UDP path as it was: replies sent there made the kernel refuse
 /// a segmented send, which a worker took for a path limit and stopped
-/// batching replies until restarted.
+/// batching replies until restarted. Nor do queries from the ports of
+/// services that answer any datagram (black-box finding BJ-4: one forged
+/// query from a chargen service's port started a loop that never ended).
+/// Each is counted as dropped, not as a query.
 #[test]
-fn forged_queries_from_port_0_are_dropped() {
+fn forged_queries_from_port_0_and_reflecting_services_are_dropped() {
     if !heron_sys::process::is_root() {
         eprintln!("SKIPPED: forging a source port needs a raw socket (root)");
         return;
     }
-    let server = ServerProcess::heron(&heron(), &[("edge.test", edge_zone())]);
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("control.sock");
+    let server = ServerProcess::heron_with_config(&heron(), "edge.test", |port| {
+        reload_acl_config(port, &socket, dir.path(), "", "")
+    });
+    // A chargen service of our own: what it receives, Heron answered.
+    let chargen = std::net::UdpSocket::bind("127.0.0.1:19").ok();
     let raw = socket2::Socket::new(
         socket2::Domain::IPV4,
         socket2::Type::RAW,
@@ -422,25 +431,57 @@ fn forged_queries_from_port_0_are_dropped() {
         RType::A,
         &QueryOpts::default(),
     );
-    // A UDP header from port 0 (checksum 0: none, allowed over IPv4).
-    let mut datagram = vec![0, 0];
-    datagram.extend_from_slice(&server.addr().port().to_be_bytes());
-    datagram.extend_from_slice(&((8 + query.len()) as u16).to_be_bytes());
-    datagram.extend_from_slice(&[0, 0]);
-    datagram.extend_from_slice(&query);
     let to = SocketAddr::new(server.addr().ip(), 0);
-    for _ in 0..64 {
-        raw.send_to(&datagram, &to.into()).unwrap();
+    for source in [0u16, 7, 13, 17, 19, 37] {
+        // A UDP header (checksum 0: none, allowed over IPv4).
+        let mut datagram = source.to_be_bytes().to_vec();
+        datagram.extend_from_slice(&server.addr().port().to_be_bytes());
+        datagram.extend_from_slice(&((8 + query.len()) as u16).to_be_bytes());
+        datagram.extend_from_slice(&[0, 0]);
+        datagram.extend_from_slice(&query);
+        for _ in 0..10 {
+            raw.send_to(&datagram, &to.into()).unwrap();
+        }
     }
     // Still answering, and nothing on the UDP path changed.
     let answered = udp_rcode(server.addr(), "127.0.0.1", "www.edge.test");
     assert_eq!(answered, Some(Rcode::NOERROR), "after the forged queries");
+    if let Some(chargen) = chargen {
+        chargen.set_nonblocking(true).unwrap();
+        assert!(
+            chargen.recv(&mut [0u8; 512]).is_err(),
+            "answered to port 19"
+        );
+    }
+    let stats = ctl_stats(&socket);
+    let counter = |name: &str| {
+        let line = stats.lines().find(|l| l.starts_with(name));
+        line.and_then(|l| l[name.len()..].trim().parse::<u64>().ok())
+    };
+    assert_eq!(
+        counter("udp datagrams dropped source_port"),
+        Some(60),
+        "{stats}"
+    );
+    // The forged queries were for A records: none was counted a query.
+    assert_eq!(counter("queries of type A "), None, "{stats}");
     std::thread::sleep(Duration::from_millis(300));
     assert!(
         !server.log().contains("segmentation offload refused"),
         "{}",
         server.log()
     );
+}
+
+/// `heron ctl stats` of the server at `socket`, as text.
+fn ctl_stats(socket: &Path) -> String {
+    let out = std::process::Command::new(heron())
+        .args(["ctl", "--socket"])
+        .arg(socket)
+        .arg("stats")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The configuration of [`query_acls_apply_at_a_reload`]: open.test

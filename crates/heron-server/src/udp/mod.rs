@@ -19,9 +19,10 @@ use heron_zone::{BatchAnswerer, Catalog};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::datagram::{Datagrams, Layers, Pending};
+use crate::ports::never_a_client;
 use crate::processor::Event;
 use crate::service::Service;
-use crate::stats::{Cells, Via};
+use crate::stats::{Cells, Dropped, Via};
 use crate::{ServerConfig, SharedCatalog};
 use limit::Limiter;
 
@@ -156,6 +157,10 @@ impl Handler for Worker {
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);
         for i in 0..received {
+            if batch.datagram(i).1.port().is_some_and(never_a_client) {
+                self.cells.dropped(Dropped::SourcePort);
+                continue;
+            }
             let qtype = prepared.parsed(i).map(|q| q.qtype.0);
             self.cells.query(Via::Udp, qtype);
         }
@@ -202,9 +207,10 @@ impl Datagrams for Received<'_> {
         let (query, peer, response) = self.batch.datagram(i);
         // No client sends from port 0: the source is forged, no reply can
         // reach it, and the kernel's refusal of one sent there must not be
-        // taken for a path limit (as the XDP path's parse, dropped).
+        // taken for a path limit; nor from a service that answers anything
+        // (a loop). As the XDP path's parse, dropped (counted above).
         match peer.port() {
-            Some(0) => None,
+            Some(port) if never_a_client(port) => None,
             _ => Some((query, peer, response)),
         }
     }

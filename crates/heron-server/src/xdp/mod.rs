@@ -499,7 +499,11 @@ impl Worker {
         let host = self.host.load();
         self.found.clear();
         for frame in &self.frames {
-            self.found.push(packet::parse(socket.packet(frame), host));
+            let parsed = packet::parse(socket.packet(frame), host);
+            if let Err(why) = parsed {
+                self.cells.dropped(why);
+            }
+            self.found.push(parsed.ok());
         }
         let query = |i: usize| match &self.found[i] {
             Some(d) => &socket.packet(&self.frames[i])[d.payload.clone()],

@@ -9,12 +9,16 @@
 //! a group (multicast) source MAC; a martian source (IPv4: 0.0.0.0/8,
 //! 127.0.0.0/8, multicast, 255.255.255.255; IPv6: ::, ::1, multicast,
 //! IPv4-mapped; and the host's own and broadcast addresses,
-//! [`HostAddresses`]); source port 0; a bad IPv4 header checksum; a bad
+//! [`HostAddresses`]); a source port no client sends from
+//! (`ports::never_a_client`); a bad IPv4 header checksum; a bad
 //! UDP checksum (zero, "none", is allowed over IPv4 only; one left to
 //! offload by a sender on this host is taken, see `udp`). Anything else,
-//! or lengths that do not add up, is None and the frame is dropped.
+//! or lengths that do not add up, is dropped too; each drop's reason is
+//! counted ([`Dropped`]).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+pub use crate::stats::Dropped;
 use std::ops::Range;
 
 const ETH: usize = 14;
@@ -93,57 +97,57 @@ fn be16(b: &[u8], at: usize) -> usize {
     u16::from_be_bytes([b[at], b[at + 1]]) as usize
 }
 
-/// The UDP datagram in an Ethernet frame, if it is one we answer;
-/// `host` are addresses no query comes from.
-pub fn parse(frame: &[u8], host: &HostAddresses) -> Option<Datagram> {
+/// The UDP datagram in an Ethernet frame, if it is one we answer, or why
+/// not; `host` are addresses no query comes from.
+pub fn parse(frame: &[u8], host: &HostAddresses) -> Result<Datagram, Dropped> {
     // A group source MAC is no station: a reply would go to many.
-    if frame.len() < ETH + IP4 + UDP || frame[6] & 1 != 0 {
-        return None;
+    if frame.len() < ETH + IP4 + UDP {
+        return Err(Dropped::Malformed);
+    }
+    if frame[6] & 1 != 0 {
+        return Err(Dropped::MartianSource);
     }
     match be16(frame, 12) {
         0x0800 => parse_ipv4(frame, host),
         0x86dd => parse_ipv6(frame, host),
-        _ => None,
+        _ => Err(Dropped::Malformed),
     }
 }
 
-fn parse_ipv4(frame: &[u8], host: &HostAddresses) -> Option<Datagram> {
+fn parse_ipv4(frame: &[u8], host: &HostAddresses) -> Result<Datagram, Dropped> {
     let ip = &frame[ETH..];
     let fragment = be16(ip, 6) & 0x3fff != 0;
-    if ip[0] != 0x45 || ip[9] != 17 || fragment {
-        return None;
-    }
     let total = be16(ip, 2);
-    if total < IP4 + UDP || total > ip.len() || !checks_out(&ip[..IP4], 0) {
-        return None;
+    if ip[0] != 0x45 || ip[9] != 17 || fragment || total < IP4 + UDP || total > ip.len() {
+        return Err(Dropped::Malformed);
+    }
+    if !checks_out(&ip[..IP4], 0) {
+        return Err(Dropped::Checksum);
     }
     let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
     if martian_v4(src) || host.has(IpAddr::V4(src)) {
-        return None;
+        return Err(Dropped::MartianSource);
     }
     let pseudo = ETH + 12..ETH + 20;
     udp(frame, ETH + IP4, total - IP4, IpAddr::V4(src), pseudo)
 }
 
-fn parse_ipv6(frame: &[u8], host: &HostAddresses) -> Option<Datagram> {
+fn parse_ipv6(frame: &[u8], host: &HostAddresses) -> Result<Datagram, Dropped> {
     if frame.len() < ETH + IP6 + UDP {
-        return None;
+        return Err(Dropped::Malformed);
     }
     let ip = &frame[ETH..];
-    if ip[0] >> 4 != 6 || ip[6] != 17 {
-        return None;
-    }
     let length = be16(ip, 4);
-    if length < UDP || length > ip.len() - IP6 {
-        return None;
+    if ip[0] >> 4 != 6 || ip[6] != 17 || length < UDP || length > ip.len() - IP6 {
+        return Err(Dropped::Malformed);
     }
     let src = Ipv6Addr::from(<[u8; 16]>::try_from(&ip[8..24]).unwrap());
     if martian_v6(src) || host.has(IpAddr::V6(src)) {
-        return None;
+        return Err(Dropped::MartianSource);
     }
     // No checksum is not allowed over IPv6 (RFC 8200 8.1).
     if be16(frame, ETH + IP6 + 6) == 0 {
-        return None;
+        return Err(Dropped::Checksum);
     }
     let pseudo = ETH + 8..ETH + 40;
     udp(frame, ETH + IP6, length, IpAddr::V6(src), pseudo)
@@ -157,11 +161,14 @@ fn udp(
     room: usize,
     src: IpAddr,
     pseudo: Range<usize>,
-) -> Option<Datagram> {
+) -> Result<Datagram, Dropped> {
     let length = be16(frame, at + 4);
+    if length < UDP || length > room {
+        return Err(Dropped::Malformed);
+    }
     let port = be16(frame, at) as u16;
-    if length < UDP || length > room || port == 0 {
-        return None;
+    if crate::ports::never_a_client(port) {
+        return Err(Dropped::SourcePort);
     }
     let field = be16(frame, at + 6) as u16;
     let pseudo = sum(&frame[pseudo], 17 + length as u32);
@@ -173,9 +180,9 @@ fn udp(
     // turns into that form as rarely as into any other that adds up.
     let unchecked = field == 0 || field == !fold(pseudo);
     if !unchecked && !checks_out(&frame[at..at + length], pseudo) {
-        return None;
+        return Err(Dropped::Checksum);
     }
-    Some(Datagram {
+    Ok(Datagram {
         peer: SocketAddr::new(src, port),
         payload: at + UDP..at + length,
     })

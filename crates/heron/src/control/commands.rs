@@ -11,7 +11,7 @@ use heron_server::SharedCatalog;
 use heron_server::processor::{Refusal, SharedOrigins};
 use heron_server::service::Service;
 use heron_server::stats::{
-    CLOSE_REASONS, CONNECTION_LIMITS, QTYPE_OTHER, RCODES, TRANSPORTS, qtype_label,
+    CLOSE_REASONS, CONNECTION_LIMITS, DROP_REASONS, QTYPE_OTHER, RCODES, TRANSPORTS, qtype_label,
 };
 use heron_server::tcp::ConnectionLimiter;
 use serde_json::{Value, json};
@@ -727,6 +727,7 @@ impl Controller {
             "tcp_connections_refused": refused,
             "tcp_idle_connections_shed": totals.shed,
             "tcp_connections_closed": named(CLOSE_REASONS.iter().zip(totals.closed), true),
+            "udp_datagrams_dropped": named(DROP_REASONS.iter().zip(totals.dropped), true),
             "reset": reset,
         });
         // Totals since the start: `--reset` leaves them.

@@ -728,6 +728,7 @@ fn stats_table(data: &Value) -> String {
         ("tcp_connections_accepted", "tcp connections accepted"),
         ("tcp_connections_refused", "tcp connections refused"),
         ("tcp_connections_closed", "tcp connections closed"),
+        ("udp_datagrams_dropped", "udp datagrams dropped"),
     ];
     for (key, title) in sections {
         for (name, n) in data[key].as_object().into_iter().flatten() {

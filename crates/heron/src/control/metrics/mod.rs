@@ -18,8 +18,8 @@ use heron_server::processor::Refusal;
 use heron_server::processor::tap::TapTotals;
 use heron_server::rrl::RrlCounters;
 use heron_server::stats::{
-    CLOSE_REASONS, CONNECTION_LIMITS, HANDSHAKE_KINDS, LATENCY_BOUNDS_US, RCODES, SIZE_BOUNDS,
-    TRANSPORTS, Totals, qtype_label,
+    CLOSE_REASONS, CONNECTION_LIMITS, DROP_REASONS, HANDSHAKE_KINDS, LATENCY_BOUNDS_US, RCODES,
+    SIZE_BOUNDS, TRANSPORTS, Totals, qtype_label,
 };
 use heron_xfr::stats::ZoneCounts;
 use prometheus_client::collector::Collector;
@@ -573,6 +573,13 @@ impl Snapshot {
             "heron_tcp_connections_closed",
             "TCP and TLS connections the event loops took in that ended, by why: the client closed, a timeout, a TLS error, another error",
             closed.map(|(r, n)| (label("reason", r), n)),
+        )?;
+        let dropped = DROP_REASONS.iter().zip(t.dropped);
+        counters(
+            e,
+            "heron_udp_datagrams_dropped",
+            "UDP datagrams dropped unread (sockets and XDP): from a port no client sends from, and on the XDP path what the kernel would drop (a martian source, a bad checksum, malformed)",
+            dropped.map(|(r, n)| (label("reason", r), n)),
         )?;
         let handshakes = HANDSHAKE_KINDS.iter().zip(t.handshakes);
         counters(
