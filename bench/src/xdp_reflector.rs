@@ -8,7 +8,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use heron_server::xdp::packet;
-use heron_sys::xdp::{Attached, Interface, Mode, XskSocket};
+use heron_sys::xdp::{Attached, Interface, Mode, ServedAddresses, XskSocket};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -22,7 +22,7 @@ const SHUTDOWN_POLL_MS: i32 = 200;
 pub fn run(interface: &str, port: u16) -> io::Result<()> {
     heron_sys::process::set_on_termination(&STOP)?;
     let interface = Interface::find(interface)?;
-    let attached = Attached::attach(&interface, &[port], Mode::Auto)?;
+    let attached = Attached::attach(&interface, &[port], Mode::Auto, ServedAddresses::all())?;
     let mut sockets = Vec::new();
     for queue in 0..interface.rx_queues {
         let socket = XskSocket::bind(interface.index, queue, true)?;

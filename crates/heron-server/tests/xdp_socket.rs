@@ -1,7 +1,7 @@
 //! The AF_XDP socket and program of `heron_sys::xdp` on a veth pair
 //! into a namespace: root only, skipped with the reason otherwise.
 
-use heron_sys::xdp::{Attached, Interface, Mode, XskSocket};
+use heron_sys::xdp::{Attached, Interface, Mode, ServedAddresses, XskSocket};
 use heron_testkit::netns::{VethNamespace, skip_without_xdp};
 
 #[test]
@@ -13,7 +13,7 @@ fn a_socket_receives_udp_to_our_port_and_the_program_goes_with_the_link() {
     let interface = Interface::find(&veth.outside).unwrap();
     assert_eq!(interface.rx_queues, 1);
     for mode in [Mode::Native, Mode::Generic] {
-        let attached = Attached::attach(&interface, &[5353], mode).unwrap();
+        let attached = Attached::attach(&interface, &[5353], mode, ServedAddresses::all()).unwrap();
         assert_eq!(attached.native, mode == Mode::Native);
         assert!(veth.has_xdp());
         let mut socket = XskSocket::bind(interface.index, 0, true).unwrap();
@@ -68,7 +68,8 @@ fn submitted_replies_go_out_with_the_next_wait_or_at_a_full_budget() {
     }
     let veth = VethNamespace::new("t").unwrap();
     let interface = Interface::find(&veth.outside).unwrap();
-    let attached = Attached::attach(&interface, &[5354], Mode::Native).unwrap();
+    let attached =
+        Attached::attach(&interface, &[5354], Mode::Native, ServedAddresses::all()).unwrap();
     let mut socket = XskSocket::bind(interface.index, 0, true).unwrap();
     attached.serve_queue(0, &socket).unwrap();
     let budget = COPY_TX_BUDGET as usize;

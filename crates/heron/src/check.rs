@@ -145,8 +145,8 @@ fn primary_zone_files(config: &Path) -> Vec<(Name, std::path::PathBuf)> {
         .collect()
 }
 
-/// `[xdp]` interfaces this machine does not have: `heron serve` would stop
-/// at them. A warning, not an error: a configuration may be checked on
+/// `[xdp]` interfaces this machine does not have, or that are loopback
+/// ones: `heron serve` would stop at them. A warning, not an error: a configuration may be checked on
 /// another machine than the one that serves it.
 fn missing_xdp_interfaces(server: &heron_server::ServerConfig) -> Vec<String> {
     let Some(xdp) = &server.xdp else {
@@ -154,10 +154,13 @@ fn missing_xdp_interfaces(server: &heron_server::ServerConfig) -> Vec<String> {
     };
     let names: std::collections::BTreeSet<&str> =
         xdp.listen.iter().map(|l| l.interface.as_str()).collect();
-    names
-        .into_iter()
-        .filter_map(|name| heron_sys::xdp::Interface::find(name).err())
-        .map(|e| format!("[xdp] listen: {e} on this machine: `heron serve` here would not start"))
+    let problem = |name: &str| match heron_sys::xdp::Interface::find(name) {
+        Err(e) => Some(format!("{e} on this machine")),
+        Ok(found) if found.loopback => Some(heron_server::xdp::loopback_refused(name)),
+        Ok(_) => None,
+    };
+    (names.into_iter().filter_map(problem))
+        .map(|e| format!("[xdp] listen: {e}: `heron serve` here would not start"))
         .collect()
 }
 

@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 pub use heron_sys::xdp::Mode;
 use heron_sys::xdp::local::{AddressWatch, HostAddress};
-use heron_sys::xdp::{Attached, Destinations, FRAME_SIZE, Frame, Interface, XskSocket};
+use heron_sys::xdp::{
+    Attached, Destinations, FRAME_SIZE, Frame, Interface, ServedAddresses, XskSocket,
+};
 use heron_zone::lookahead::MAX_BATCH;
 use heron_zone::{AnswerConfig, BatchAnswerer, Catalog};
 
@@ -117,7 +119,14 @@ pub fn start(
     let mut destinations = Vec::new();
     for (name, ports) in ports {
         let interface = Interface::find(name)?;
-        let attached = Attached::attach(&interface, &ports, xdp.mode)?;
+        if interface.loopback {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                loopback_refused(name),
+            ));
+        }
+        let attached = Attached::attach(&interface, &ports, xdp.mode, served(server, &ports))?;
+        warn_of_mode(&interface, &attached);
         destinations.push(attached.destinations()?);
         let sockets = open_sockets(&interface, &attached, name, xdp.mode)?;
         tracing::info!(
@@ -128,7 +137,7 @@ pub fn start(
             } else {
                 "copy-mode"
             },
-            destinations.last().map(|d| d.addresses()),
+            destinations.last().expect("just pushed").addresses(),
             interface.rx_queues
         );
         let config = Arc::new(answer_config(service.processor.config(), interface.mtu));
@@ -162,6 +171,46 @@ pub fn start(
         .spawn(move || watch_addresses(watch, destinations, &host, &lost, &stop))?;
     started.threads.push(thread);
     Ok(started)
+}
+
+/// The addresses XDP answers for on `ports`: those `[server] listen`
+/// names on them (a wildcard: its whole family), so that every address
+/// XDP answers has TCP for a truncated answer's retry, and the others are
+/// left to the kernel. With none on those ports (check-config warns), all.
+fn served(server: &ServerConfig, ports: &[u16]) -> ServedAddresses {
+    let listen = server.listen.iter().filter(|a| ports.contains(&a.port()));
+    match listen.clone().next() {
+        Some(_) => ServedAddresses::of(listen.map(|a| a.ip())),
+        None => ServedAddresses::all(),
+    }
+}
+
+/// Why XDP is refused on loopback `name` (black-box finding BJ-7: it took
+/// every UDP query over loopback from the socket and dropped it, each
+/// source being one of the host's own).
+pub fn loopback_refused(name: &str) -> String {
+    format!(
+        "XDP on {name}: a loopback interface, where what the host sends itself never crosses a \
+         driver; serve it through [server] listen instead"
+    )
+}
+
+/// Says why `auto` fell back to generic mode, and what generic mode on a
+/// bridge or bond cannot see: a frame's VLAN tag, which the kernel took
+/// aside before the program runs (black-box finding BJ-13: queries tagged
+/// for VLANs the host does not have were answered, untagged).
+fn warn_of_mode(interface: &Interface, attached: &Attached) {
+    let name = &interface.name;
+    if let Some(why) = &attached.native_refused {
+        tracing::info!("XDP on {name}: native mode refused ({why}); generic mode instead");
+    }
+    if !attached.native && interface.upper {
+        tracing::warn!(
+            "XDP on {name} (generic mode): it is a bridge or bond, where the program cannot see \
+             a frame's VLAN tag: queries tagged for any VLAN are answered, untagged. Attach XDP \
+             to the interfaces under it in native mode, or keep tagged frames from this host"
+        );
+    }
 }
 
 /// One AF_XDP socket for each RX queue of `interface`, each registered

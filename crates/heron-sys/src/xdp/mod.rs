@@ -41,6 +41,13 @@ pub struct Interface {
     pub index: u32,
     pub rx_queues: u32,
     pub mtu: u32,
+    /// A loopback interface: what the host sends itself never crosses a
+    /// driver, so XDP there sees nothing it may answer.
+    pub loopback: bool,
+    /// A device over others (a bridge, a bond, a team): by the time a
+    /// frame reaches it, the kernel has taken its VLAN tag aside, where a
+    /// generic-mode program cannot see it.
+    pub upper: bool,
 }
 
 fn sys_net(name: &str) -> PathBuf {
@@ -86,7 +93,65 @@ impl Interface {
             index: read_number(dir.join("ifindex"))?,
             rx_queues: (queues as u32).max(1),
             mtu: read_number(dir.join("mtu"))?,
+            loopback: read_number(dir.join("type")).is_ok_and(|t| t == ARPHRD_LOOPBACK),
+            upper: is_upper(&dir),
         })
+    }
+}
+
+/// `/sys/class/net/NAME/type` of a loopback interface.
+const ARPHRD_LOOPBACK: u32 = 772;
+
+/// Whether the interface at `dir` sits over others: a bridge or bond by
+/// its own folder, anything else by its `lower_*` links.
+fn is_upper(dir: &std::path::Path) -> bool {
+    let lower = |e: std::fs::DirEntry| e.file_name().to_string_lossy().starts_with("lower_");
+    dir.join("bridge").exists()
+        || dir.join("bonding").exists()
+        || std::fs::read_dir(dir).is_ok_and(|d| d.filter_map(Result::ok).any(lower))
+}
+
+/// Which of an interface's addresses XDP serves: those the server listens
+/// on (a wildcard: all of its family). Any other address of the interface
+/// is left to the kernel, where another program may listen, and where a
+/// truncated answer's TCP retry finds a listener (black-box finding BJ-5:
+/// IPv6 addresses the server did not listen on were answered over XDP).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServedAddresses {
+    pub any_v4: bool,
+    pub any_v6: bool,
+    pub exact: BTreeSet<IpAddr>,
+}
+
+impl ServedAddresses {
+    /// Every address: as if listening on both wildcards.
+    pub fn all() -> ServedAddresses {
+        ServedAddresses {
+            any_v4: true,
+            any_v6: true,
+            exact: BTreeSet::new(),
+        }
+    }
+
+    /// The addresses `listen` names (its unspecified ones: wildcards).
+    pub fn of(listen: impl IntoIterator<Item = IpAddr>) -> ServedAddresses {
+        let mut served = ServedAddresses::default();
+        for ip in listen {
+            match ip {
+                IpAddr::V4(v4) if v4.is_unspecified() => served.any_v4 = true,
+                IpAddr::V6(v6) if v6.is_unspecified() => served.any_v6 = true,
+                ip => _ = served.exact.insert(ip),
+            }
+        }
+        served
+    }
+
+    pub fn takes(&self, ip: IpAddr) -> bool {
+        match ip {
+            IpAddr::V4(_) if self.any_v4 => true,
+            IpAddr::V6(_) if self.any_v6 => true,
+            ip => self.exact.contains(&ip),
+        }
     }
 }
 
@@ -109,10 +174,11 @@ pub struct Destinations {
     own_addresses: bpf::Map,
     mac: Option<[u8; 6]>,
     addresses: BTreeSet<IpAddr>,
+    served: ServedAddresses,
 }
 
 impl Destinations {
-    fn create(interface: &str, index: u32) -> io::Result<Destinations> {
+    fn create(interface: &str, index: u32, served: ServedAddresses) -> io::Result<Destinations> {
         Ok(Destinations {
             interface: interface.to_string(),
             index,
@@ -126,6 +192,7 @@ impl Destinations {
             )?,
             mac: None,
             addresses: BTreeSet::new(),
+            served,
         })
     }
 
@@ -139,6 +206,7 @@ impl Destinations {
             own_addresses: self.own_addresses.try_clone()?,
             mac: self.mac,
             addresses: self.addresses.clone(),
+            served: self.served.clone(),
         })
     }
 
@@ -164,7 +232,7 @@ impl Destinations {
     }
 
     /// Makes the maps hold the interface's MAC (read now) and its
-    /// addresses among `host`'s; true if anything changed.
+    /// addresses among `host`'s that it serves; true if anything changed.
     ///
     /// The interface is found by its index: renamed, it is followed (its
     /// new name is [`Destinations::interface`] from then on); deleted,
@@ -192,7 +260,7 @@ impl Destinations {
         }
         let now: BTreeSet<IpAddr> = host
             .iter()
-            .filter(|a| a.interface == self.interface)
+            .filter(|a| a.interface == self.interface && self.served.takes(a.ip))
             .map(|a| a.ip)
             .collect();
         for gone in self.addresses.difference(&now).copied().collect::<Vec<_>>() {
@@ -222,17 +290,24 @@ pub struct Attached {
     destinations: Destinations,
     /// Whether the program runs in the driver (else: generic mode).
     pub native: bool,
+    /// Why native mode was refused, when `auto` fell back to generic.
+    pub native_refused: Option<String>,
 }
 
 impl Attached {
     /// Loads the program for UDP to `ports` and to the interface's MAC
     /// and addresses (as they are now: see [`Attached::destinations`])
     /// and attaches it to `interface` in `mode` (Auto: native, else
-    /// generic).
-    pub fn attach(interface: &Interface, ports: &[u16], mode: Mode) -> io::Result<Attached> {
+    /// generic), for the addresses of it `served` names.
+    pub fn attach(
+        interface: &Interface,
+        ports: &[u16],
+        mode: Mode,
+        served: ServedAddresses,
+    ) -> io::Result<Attached> {
         let map = bpf::create_xskmap(interface.rx_queues).map_err(explain)?;
         let mut destinations =
-            Destinations::create(&interface.name, interface.index).map_err(explain)?;
+            Destinations::create(&interface.name, interface.index, served).map_err(explain)?;
         destinations.refresh(&local::host_addresses()?)?;
         let maps = program::MapFds {
             xsks: map.as_fd().as_raw_fd(),
@@ -242,17 +317,23 @@ impl Attached {
         let insns = program::assemble(ports, maps, program::XDP_PASS)?;
         let program = bpf::load_xdp_program(&insns, "heron_xdp").map_err(explain)?;
         let try_mode = |flags| bpf::link_xdp(program.as_fd(), interface.index, flags);
+        let mut native_refused = None;
         let (link, native) = match mode {
             Mode::Native => (try_mode(bpf::XDP_FLAGS_DRV_MODE), true),
             Mode::Generic => (try_mode(bpf::XDP_FLAGS_SKB_MODE), false),
             Mode::Auto => match try_mode(bpf::XDP_FLAGS_DRV_MODE) {
                 Ok(link) => (Ok(link), true),
-                Err(_) => (try_mode(bpf::XDP_FLAGS_SKB_MODE), false),
+                Err(e) => {
+                    // Kept, so that the log says why (black-box finding
+                    // BJ-6: the fallback was silent).
+                    native_refused = Some(explain_attach(e, interface).to_string());
+                    (try_mode(bpf::XDP_FLAGS_SKB_MODE), false)
+                }
             },
         };
         let link = link.map_err(|e| {
             let mode = if native { "native" } else { "generic" };
-            let e = explain(e);
+            let e = explain_attach(e, interface);
             io::Error::new(
                 e.kind(),
                 format!("cannot attach XDP ({mode} mode) to {}: {e}", interface.name),
@@ -264,6 +345,7 @@ impl Attached {
             map,
             destinations,
             native,
+            native_refused,
         })
     }
 
@@ -276,6 +358,29 @@ impl Attached {
     /// interface's change (they were read at attach).
     pub fn destinations(&self) -> io::Result<Destinations> {
         self.destinations.try_clone()
+    }
+}
+
+/// [`explain`] for attaching, which knows the interface: a native-mode
+/// MTU past what the driver's XDP takes (veth: a page) is ERANGE.
+fn explain_attach(e: io::Error, interface: &Interface) -> io::Error {
+    match e.raw_os_error() {
+        Some(libc::ERANGE) => io::Error::new(
+            e.kind(),
+            format!(
+                "{e} (the MTU, {}, is too large for this driver's native XDP: lower it or use mode = \"generic\")",
+                interface.mtu
+            ),
+        ),
+        Some(libc::EBUSY) | Some(libc::EEXIST) => io::Error::new(
+            e.kind(),
+            format!(
+                "{e} (another XDP program is attached to the interface, in either mode: \
+                 `ip link set dev {} xdp off` removes it, if nothing else needs it)",
+                interface.name
+            ),
+        ),
+        _ => explain(e),
     }
 }
 

@@ -173,6 +173,13 @@ impl XdpSection {
                     .ok()
             })
             .collect();
+        // As `[server] listen` (black-box finding BJ-8: taken twice).
+        for (i, l) in listen.iter().enumerate() {
+            if listen[..i].contains(l) {
+                let entry = format!("{}@{}", l.interface, l.port);
+                errors.push(format!("[xdp] listen: {entry} is listed twice"));
+            }
+        }
         let mode = match self.mode.as_deref().unwrap_or("auto") {
             "auto" => Mode::Auto,
             "native" => Mode::Native,
@@ -3112,6 +3119,9 @@ udp-coalesce-us = 1001
     fn xdp_listens_on_interface_and_port_in_the_mode_asked() {
         assert!(parse("").unwrap().server.xdp.is_none());
         assert!(parse("[xdp]\nlisten = []\n").unwrap().server.xdp.is_none());
+        let twice = parse("[xdp]\nlisten = [\"eth0@53\", \"eth0@053\"]\n").unwrap_err();
+        let said = |e: &String| e.ends_with("[xdp] listen: eth0@53 is listed twice");
+        assert!(twice.iter().any(said), "{twice:?}");
         let s = parse("[xdp]\nlisten = [\"eth0@53\", \"veth-a.1@65535\"]\n").unwrap();
         let xdp = s.server.xdp.unwrap();
         assert_eq!(xdp.mode, Mode::Auto);
