@@ -289,6 +289,7 @@ impl Interpreter {
                 }
                 "server" | "key" | "remote" | "remotes" | "acl" | "template" | "mod-rrl" => {}
                 "policy" => {}
+                "xdp" => self.xdp(section),
                 "keystore" => self.out.not_needed(
                     &section.loc,
                     "keystore:",
@@ -320,6 +321,47 @@ impl Interpreter {
         }
         self.rrl_result();
         Ok(())
+    }
+
+    /// Knot's `xdp:` section: its `INTERFACE@PORT` listen entries are
+    /// Heron's `[xdp] listen` (black-box finding BJ-11: the section was
+    /// said to have no Heron equivalent).
+    fn xdp(&mut self, section: &Section) {
+        for field in section.items.iter().flat_map(|i| &i.fields) {
+            let advice = match field.key.as_str() {
+                "listen" => {
+                    for entry in &field.values {
+                        self.xdp_listen(field, entry);
+                    }
+                    continue;
+                }
+                "udp" if field.values.iter().all(|v| on(v)) => continue,
+                "tcp" => "Heron's XDP path is UDP only: TCP is served on [server] listen",
+                _ => "no Heron equivalent: check whether the behaviour matters",
+            };
+            let setting = format!("xdp: {} {}", field.key, field.values.join(" "));
+            self.out.untranslated(&field.loc, setting, advice);
+        }
+    }
+
+    /// One `xdp: listen` entry: `INTERFACE[@PORT]` (port 53 if none) is
+    /// taken as it is; an address Knot resolves to its interface is not.
+    fn xdp_listen(&mut self, field: &Field, entry: &str) {
+        let (name, port) = match entry.split_once('@') {
+            Some((name, port)) => (name, port.parse::<u16>().ok()),
+            None => (entry, Some(53)),
+        };
+        let is_address = name.parse::<std::net::IpAddr>().is_ok() || name.contains(':');
+        match port {
+            Some(port) if !is_address && !name.is_empty() => {
+                self.out.xdp_listen.push(format!("{name}@{port}"));
+            }
+            _ => self.out.untranslated(
+                &field.loc,
+                format!("xdp: listen {entry}"),
+                "Heron's [xdp] listen names an interface (INTERFACE@PORT): write the one holding that address",
+            ),
+        }
     }
 
     fn server(&mut self, items: &[&Item]) -> Result<(), ImportError> {
@@ -1324,6 +1366,27 @@ mod tests {
         std::fs::write(&path, unknown).unwrap();
         let err = parse(&path).unwrap_err().to_string();
         assert!(err.contains("key other is not defined"), "{err}");
+    }
+
+    /// Knot's `xdp:` listen entries become `[xdp] listen`; an address
+    /// (Knot finds its interface) and TCP over XDP are said not to be
+    /// (black-box finding BJ-11: the whole section was dropped).
+    #[test]
+    fn xdp_interfaces_are_taken_and_addresses_said() {
+        let text = "server:\n  listen: 127.0.0.1@53\n\
+                    xdp:\n  listen: [ eth1@5300, eth2, 192.0.2.1@53 ]\n  udp: on\n  tcp: on\n";
+        let dir = tempfile::tempdir().unwrap();
+        let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
+        assert_eq!(got.xdp_listen, ["eth1@5300", "eth2@53"]);
+        let said: Vec<&str> = got.notes.iter().map(|n| n.setting.as_str()).collect();
+        assert!(said.contains(&"xdp: listen 192.0.2.1@53"), "{said:?}");
+        assert!(said.contains(&"xdp: tcp on"), "{said:?}");
+        assert!(!said.iter().any(|s| s.starts_with("xdp: udp")), "{said:?}");
+        let written = super::super::writer::write_toml(&got, "");
+        assert!(
+            written.contains("[xdp]\nlisten = [\"eth1@5300\", \"eth2@53\"]"),
+            "{written}"
+        );
     }
 
     #[test]

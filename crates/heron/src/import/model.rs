@@ -386,6 +386,8 @@ pub struct Imported {
     pub blackhole: Vec<Prefix>,
     /// `[secondary] tls-ca`.
     pub tls_ca: Option<PathBuf>,
+    /// `[xdp] listen`, `INTERFACE@PORT` entries.
+    pub xdp_listen: Vec<String>,
     /// Signing policies the zones name (Heron's built-in `default` is not here).
     pub policies: Vec<SigningPolicy>,
     pub notes: Vec<Note>,

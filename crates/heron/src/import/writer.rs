@@ -27,6 +27,10 @@ pub fn write_toml(config: &Imported, header: &str) -> String {
         string(&mut out, "certificate", &tls.certificate.to_string_lossy());
         string(&mut out, "key", &tls.key.to_string_lossy());
     }
+    if !config.xdp_listen.is_empty() {
+        out.push_str("\n[xdp]\n");
+        list(&mut out, "listen", config.xdp_listen.iter().cloned());
+    }
     if let Some(ca) = &config.tls_ca {
         out.push_str("\n[secondary]\n");
         string(&mut out, "tls-ca", &ca.to_string_lossy());
