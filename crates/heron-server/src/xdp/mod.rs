@@ -130,14 +130,14 @@ pub fn start(
         destinations.push(attached.destinations()?);
         let sockets = open_sockets(&interface, &attached, name, xdp.mode)?;
         tracing::info!(
-            "XDP on {name} ({} mode, {} sockets) for UDP port(s) {ports:?} to {:?}: {} queue(s)",
+            "XDP on {name} ({} mode, {} sockets) for UDP port(s) {ports:?} to {}: {} queue(s)",
             if attached.native { "native" } else { "generic" },
             if sockets.iter().all(|s| s.is_zero_copy()) {
                 "zero-copy"
             } else {
                 "copy-mode"
             },
-            destinations.last().expect("just pushed").addresses(),
+            shown(destinations.last().expect("just pushed").addresses()),
             interface.rx_queues
         );
         let config = Arc::new(answer_config(service.processor.config(), interface.mtu));
@@ -274,6 +274,38 @@ fn watch_addresses(
     }
 }
 
+/// Says what the program of `destinations` now takes: at most a few
+/// addresses by name, and how many past the program's room are left to
+/// the kernel.
+fn said_now_for(destinations: &Destinations, before: &str) {
+    let name = destinations.interface();
+    let renamed = renamed(before, name);
+    let addresses = shown(destinations.addresses());
+    tracing::info!("XDP on {name}: now for {addresses}{renamed}");
+    if destinations.left_out() > 0 {
+        tracing::warn!(
+            "XDP on {name}: its program holds at most {} addresses: {} more of the interface's are \
+             left to the kernel's sockets",
+            heron_sys::xdp::MAX_ADDRESSES,
+            destinations.left_out()
+        );
+    }
+}
+
+/// `addresses` as `{a, b, ...}`, the first 16 and how many more.
+fn shown(addresses: &std::collections::BTreeSet<IpAddr>) -> String {
+    const SHOWN: usize = 16;
+    let first: Vec<String> = addresses
+        .iter()
+        .take(SHOWN)
+        .map(|a| a.to_string())
+        .collect();
+    match addresses.len().saturating_sub(SHOWN) {
+        0 => format!("{{{}}}", first.join(", ")),
+        more => format!("{{{}, and {more} more}}", first.join(", ")),
+    }
+}
+
 /// Reads the host's addresses again for the workers and each interface's
 /// program. An interface that fails is said and the others go on; one
 /// deleted is marked lost (its name emptied) for [`still_there`].
@@ -286,12 +318,7 @@ fn refresh_addresses(
     for destinations in interfaces {
         let before = destinations.interface().to_string();
         match destinations.refresh(&all) {
-            Ok(true) => tracing::info!(
-                "XDP on {}: now for {:?}{}",
-                destinations.interface(),
-                destinations.addresses(),
-                renamed(&before, destinations.interface())
-            ),
+            Ok(true) => said_now_for(destinations, &before),
             Ok(false) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 tracing::error!(
@@ -604,6 +631,19 @@ impl Worker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The log names 16 addresses at most (black-box finding BJ-12: lines
+    /// of 12 KB, one per change, with a thousand addresses).
+    #[test]
+    fn at_most_16_addresses_are_named() {
+        let few: std::collections::BTreeSet<IpAddr> =
+            ["192.0.2.1".parse().unwrap(), "2001:db8::1".parse().unwrap()].into();
+        assert_eq!(shown(&few), "{192.0.2.1, 2001:db8::1}");
+        let many = (0..40u8).map(|i| IpAddr::from([10, 0, 0, i])).collect();
+        let said = shown(&many);
+        assert!(said.starts_with("{10.0.0.0, 10.0.0.1,"), "{said}");
+        assert!(said.ends_with("10.0.0.15, and 24 more}"), "{said}");
+    }
 
     #[test]
     fn replies_fit_a_frame_and_the_mtu() {

@@ -175,6 +175,8 @@ pub struct Destinations {
     mac: Option<[u8; 6]>,
     addresses: BTreeSet<IpAddr>,
     served: ServedAddresses,
+    /// Addresses past [`MAX_ADDRESSES`] at the last refresh: the kernel's.
+    left_out: usize,
 }
 
 impl Destinations {
@@ -193,6 +195,7 @@ impl Destinations {
             mac: None,
             addresses: BTreeSet::new(),
             served,
+            left_out: 0,
         })
     }
 
@@ -207,6 +210,7 @@ impl Destinations {
             mac: self.mac,
             addresses: self.addresses.clone(),
             served: self.served.clone(),
+            left_out: self.left_out,
         })
     }
 
@@ -224,6 +228,12 @@ impl Destinations {
     /// The interface's name, if it was found gone.
     pub fn lost_name(&self) -> Option<&str> {
         self.lost.then_some(self.interface.as_str())
+    }
+
+    /// The interface's addresses past what the program holds
+    /// ([`MAX_ADDRESSES`]), left to the kernel.
+    pub fn left_out(&self) -> usize {
+        self.left_out
     }
 
     /// The addresses the program takes as the interface's now.
@@ -270,12 +280,21 @@ impl Destinations {
             };
             changed = true;
         }
+        // Past the map's room the rest are left to the kernel, counted
+        // (black-box finding BJ-12: each refresh failed with E2BIG).
+        let mut left_out = 0;
         for new in now.difference(&self.addresses).copied().collect::<Vec<_>>() {
+            if self.addresses.len() >= MAX_ADDRESSES as usize {
+                left_out += 1;
+                continue;
+            }
             self.own_addresses
                 .set(&program::address_key(new), &[1, 0, 0, 0])?;
             self.addresses.insert(new);
             changed = true;
         }
+        changed |= left_out != self.left_out;
+        self.left_out = left_out;
         Ok(changed)
     }
 }
