@@ -473,6 +473,91 @@ fn forged_queries_from_port_0_and_reflecting_services_are_dropped() {
     );
 }
 
+/// A query from IPv6's unspecified address `::` (which the kernel
+/// delivers, where it drops IPv4's 0.0.0.0) is dropped unanswered: a
+/// reply to it goes to this host itself, to whatever local service the
+/// source port names (black-box finding BJ-14).
+#[test]
+fn a_query_from_the_unspecified_ipv6_address_is_dropped() {
+    if !heron_sys::process::is_root() {
+        eprintln!("SKIPPED: forging a source address needs a raw socket (root)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("control.sock");
+    let server = ServerProcess::heron_with_config(&heron(), "edge.test", |port| {
+        reload_acl_config(port, &socket, dir.path(), "", "").replace(
+            "listen = [\"127.0.0.1:",
+            &format!("listen = [\"[::1]:{port}\", \"127.0.0.1:"),
+        )
+    });
+    // A local service on every address: what it receives, Heron answered.
+    let local = std::net::UdpSocket::bind("[::]:0").unwrap();
+    let local_port = local.local_addr().unwrap().port();
+    let query = build_query(
+        &Name::parse("www.edge.test").unwrap(),
+        RType::A,
+        &QueryOpts::default(),
+    );
+    let packet = ipv6_udp_from_unspecified(local_port, server.addr().port(), &query);
+    let raw = socket2::Socket::new(
+        socket2::Domain::IPV6,
+        socket2::Type::RAW,
+        Some(socket2::Protocol::from(255)),
+    )
+    .unwrap();
+    let to: SocketAddr = "[::1]:0".parse().unwrap();
+    for _ in 0..5 {
+        raw.send_to(&packet, &to.into()).unwrap();
+    }
+    let answered = udp_rcode(server.addr(), "127.0.0.1", "www.edge.test");
+    assert_eq!(answered, Some(Rcode::NOERROR), "after the forged queries");
+    local.set_nonblocking(true).unwrap();
+    assert!(
+        local.recv(&mut [0u8; 512]).is_err(),
+        "answered to [::]:{local_port}"
+    );
+    let stats = ctl_stats(&socket);
+    let dropped = stats
+        .lines()
+        .find(|l| l.starts_with("udp datagrams dropped martian_source"));
+    assert!(dropped.is_some_and(|l| l.ends_with(" 5")), "{stats}");
+}
+
+/// An IPv6 packet from `[::]:from` to `[::1]:to` carrying `payload` over
+/// UDP, its checksum computed.
+fn ipv6_udp_from_unspecified(from: u16, to: u16, payload: &[u8]) -> Vec<u8> {
+    let length = (8 + payload.len()) as u16;
+    let (source, destination) = ([0u8; 16], std::net::Ipv6Addr::LOCALHOST.octets());
+    let mut udp = [
+        from.to_be_bytes(),
+        to.to_be_bytes(),
+        length.to_be_bytes(),
+        [0, 0],
+    ]
+    .concat();
+    udp.extend_from_slice(payload);
+    let mut pseudo = [&source[..], &destination[..]].concat();
+    pseudo.extend_from_slice(&u32::from(length).to_be_bytes());
+    pseudo.extend_from_slice(&[0, 0, 0, 17]);
+    pseudo.extend_from_slice(&udp);
+    let mut sum: u32 = pseudo
+        .chunks(2)
+        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    udp[6..8].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let mut packet = vec![0x60, 0, 0, 0];
+    packet.extend_from_slice(&length.to_be_bytes());
+    packet.extend_from_slice(&[17, 64]);
+    packet.extend_from_slice(&source);
+    packet.extend_from_slice(&destination);
+    packet.extend_from_slice(&udp);
+    packet
+}
+
 /// `heron ctl stats` of the server at `socket`, as text.
 fn ctl_stats(socket: &Path) -> String {
     let out = std::process::Command::new(heron())

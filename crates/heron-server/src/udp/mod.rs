@@ -157,8 +157,8 @@ impl Handler for Worker {
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);
         for i in 0..received {
-            if batch.datagram(i).1.port().is_some_and(never_a_client) {
-                self.cells.dropped(Dropped::SourcePort);
+            if let Some(why) = never_answered(&batch.datagram(i).1) {
+                self.cells.dropped(why);
                 continue;
             }
             let qtype = prepared.parsed(i).map(|q| q.qtype.0);
@@ -185,6 +185,20 @@ impl Handler for Worker {
     }
 }
 
+/// Why a datagram from `peer` is never answered: its port is none a
+/// client sends from, or its address is the unspecified one (IPv6's `::`,
+/// which the kernel delivers: a reply to it goes to this host itself,
+/// to whatever local service the port names; black-box finding BJ-14).
+#[inline(always)]
+fn never_answered(peer: &heron_sys::udp::Peer) -> Option<Dropped> {
+    if peer.port().is_some_and(never_a_client) {
+        return Some(Dropped::SourcePort);
+    }
+    peer.ip()
+        .is_some_and(|ip| ip.is_unspecified())
+        .then_some(Dropped::MartianSource)
+}
+
 /// The first `received` datagrams of a batch, for the batch loop.
 struct Received<'b> {
     batch: &'b mut batch::Batch,
@@ -209,9 +223,9 @@ impl Datagrams for Received<'_> {
         // reach it, and the kernel's refusal of one sent there must not be
         // taken for a path limit; nor from a service that answers anything
         // (a loop). As the XDP path's parse, dropped (counted above).
-        match peer.port() {
-            Some(port) if never_a_client(port) => None,
-            _ => Some((query, peer, response)),
+        match never_answered(&peer) {
+            Some(_) => None,
+            None => Some((query, peer, response)),
         }
     }
 
