@@ -570,6 +570,44 @@ fn a_zone_without_allow_update_answers_notimp() {
     assert_eq!(got, "NOTIMP");
 }
 
+/// Updates that fail write a bounded number of lines: a rule by address
+/// over UDP lets anyone sending from it make as many as they like
+/// (black-box finding BH-1: one line each). Here 60 whose prerequisite
+/// (the name is in use) fails, from the address the rule names.
+#[test]
+fn failed_updates_write_a_bounded_number_of_lines() {
+    let file = zone_file("failing");
+    let server = start(&file, "");
+    let client = std::net::UdpSocket::bind("127.0.0.2:0").unwrap();
+    client.connect(server.addr()).unwrap();
+    client
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let wire = |n: &str| heron_proto::Name::parse(n).unwrap().as_wire().to_vec();
+    for id in 0..60u16 {
+        let mut m = id.to_be_bytes().to_vec();
+        m.extend_from_slice(&[5 << 3, 0, 0, 1, 0, 1, 0, 0, 0, 0]);
+        m.extend_from_slice(&wire(ZONE));
+        m.extend_from_slice(&[0, 6, 0, 1]);
+        m.extend_from_slice(&wire("addr.upd.test"));
+        m.extend_from_slice(&[0, 255, 0, 255, 0, 0, 0, 0, 0, 0]);
+        client.send(&m).unwrap();
+        let mut answer = [0u8; 512];
+        let n = client.recv(&mut answer).expect("answered");
+        assert!(
+            n >= 12 && answer[3] & 0x0f == 3,
+            "NXDOMAIN: {:?}",
+            &answer[..n]
+        );
+    }
+    let log = server.log();
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("UPDATE of upd.test."))
+        .count();
+    assert!((1..=10).contains(&lines), "{lines} lines: {log}");
+}
+
 /// An UPDATE as a client writes it: adds `name` A `addr`, unsigned.
 fn update_message(id: u16, name: &str, addr: [u8; 4]) -> Vec<u8> {
     let wire = |n: &str| heron_proto::Name::parse(n).unwrap().as_wire().to_vec();
