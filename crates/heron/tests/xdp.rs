@@ -607,6 +607,44 @@ fn xdp_takes_only_the_addresses_the_server_listens_on() {
     assert!(!line.contains("fe80"), "{line}");
 }
 
+/// An MTU lowered below the one replies are sized for is warned of, and
+/// its return said (black-box finding BJ-10: longer replies vanished
+/// without a word).
+#[test]
+fn an_mtu_lowered_while_serving_is_warned_of() {
+    if skip_without_xdp() {
+        return;
+    }
+    let net = VethNamespace::new("m").unwrap();
+    let server = start_over_xdp(&net, "");
+    let set_mtu = |mtu: &str| {
+        let out = Command::new("ip")
+            .args(["link", "set", "dev", &net.outside, "mtu", mtu])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let limit = std::time::Duration::from_secs(10);
+    set_mtu("1280");
+    let warned = || server.log().contains("its MTU is 1280 now, below the 1500");
+    assert!(
+        heron_testkit::eventually_within(limit, warned),
+        "{}",
+        server.log()
+    );
+    set_mtu("1500");
+    let again = || server.log().contains("its MTU is 1500 again");
+    assert!(
+        heron_testkit::eventually_within(limit, again),
+        "{}",
+        server.log()
+    );
+}
+
 /// An interface deleted while served is said to be lost, and never
 /// taken as attached again when one of that name comes back (black-box
 /// finding: "now for" was logged for the new interface, which had no

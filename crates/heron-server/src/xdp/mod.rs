@@ -274,6 +274,24 @@ fn watch_addresses(
     }
 }
 
+/// Says when the interface's MTU moved below the one replies are sized
+/// for (read at the start), and when it is back: larger replies are lost
+/// meanwhile (black-box finding BJ-10: they vanished without a word).
+fn said_mtu(destinations: &Destinations, before: u32) {
+    let (name, (sized_for, now)) = (destinations.interface(), destinations.mtu());
+    if now == before {
+        return;
+    }
+    if now < sized_for {
+        tracing::warn!(
+            "XDP on {name}: its MTU is {now} now, below the {sized_for} replies are sized for: \
+             longer replies are lost until the MTU is {sized_for} again or Heron restarts"
+        );
+    } else if before < sized_for {
+        tracing::info!("XDP on {name}: its MTU is {now} again: replies fit");
+    }
+}
+
 /// Says what the program of `destinations` now takes: at most a few
 /// addresses by name, and how many past the program's room are left to
 /// the kernel.
@@ -317,7 +335,10 @@ fn refresh_addresses(
     host.store(Arc::new(host_addresses(&all)));
     for destinations in interfaces {
         let before = destinations.interface().to_string();
-        match destinations.refresh(&all) {
+        let mtu_before = destinations.mtu().1;
+        let refreshed = destinations.refresh(&all);
+        said_mtu(destinations, mtu_before);
+        match refreshed {
             Ok(true) => said_now_for(destinations, &before),
             Ok(false) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {

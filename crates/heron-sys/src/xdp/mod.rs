@@ -177,10 +177,17 @@ pub struct Destinations {
     served: ServedAddresses,
     /// Addresses past [`MAX_ADDRESSES`] at the last refresh: the kernel's.
     left_out: usize,
+    /// The interface's MTU when attached (what replies are sized for), and
+    /// at the last refresh.
+    mtu: (u32, u32),
 }
 
 impl Destinations {
-    fn create(interface: &str, index: u32, served: ServedAddresses) -> io::Result<Destinations> {
+    fn create(
+        interface: &str,
+        (index, mtu): (u32, u32),
+        served: ServedAddresses,
+    ) -> io::Result<Destinations> {
         Ok(Destinations {
             interface: interface.to_string(),
             index,
@@ -196,6 +203,7 @@ impl Destinations {
             addresses: BTreeSet::new(),
             served,
             left_out: 0,
+            mtu: (mtu, mtu),
         })
     }
 
@@ -211,6 +219,7 @@ impl Destinations {
             addresses: self.addresses.clone(),
             served: self.served.clone(),
             left_out: self.left_out,
+            mtu: self.mtu,
         })
     }
 
@@ -234,6 +243,11 @@ impl Destinations {
     /// ([`MAX_ADDRESSES`]), left to the kernel.
     pub fn left_out(&self) -> usize {
         self.left_out
+    }
+
+    /// The interface's MTU when attached, and as last read.
+    pub fn mtu(&self) -> (u32, u32) {
+        self.mtu
     }
 
     /// The addresses the program takes as the interface's now.
@@ -260,6 +274,9 @@ impl Destinations {
         };
         let renamed = name != self.interface;
         self.interface = name;
+        if let Ok(mtu) = read_number(sys_net(&self.interface).join("mtu")) {
+            self.mtu.1 = mtu;
+        }
         let mac = local::mac_address(&self.interface)?;
         let mut changed = renamed;
         if self.mac != Some(mac) {
@@ -326,7 +343,8 @@ impl Attached {
     ) -> io::Result<Attached> {
         let map = bpf::create_xskmap(interface.rx_queues).map_err(explain)?;
         let mut destinations =
-            Destinations::create(&interface.name, interface.index, served).map_err(explain)?;
+            Destinations::create(&interface.name, (interface.index, interface.mtu), served)
+                .map_err(explain)?;
         destinations.refresh(&local::host_addresses()?)?;
         let maps = program::MapFds {
             xsks: map.as_fd().as_raw_fd(),

@@ -69,7 +69,7 @@ fn the_program_takes_udp_to_our_ports_and_addresses_and_passes_the_rest() {
         return;
     }
     let map = bpf::create_xskmap(1).unwrap();
-    let own = Destinations::create("test", 0, ServedAddresses::all()).unwrap();
+    let own = Destinations::create("test", (0, 1500), ServedAddresses::all()).unwrap();
     own.own_mac
         .set(&0u32.to_ne_bytes(), &mac_value(OUR_MAC))
         .unwrap();
