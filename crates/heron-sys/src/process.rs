@@ -111,6 +111,11 @@ pub fn open_files_limit() -> (Option<u64>, Option<u64>) {
     limit(Resource::Nofile)
 }
 
+/// The soft and hard limits on locked memory, in bytes (None: unlimited).
+pub fn locked_memory_limit() -> (Option<u64>, Option<u64>) {
+    limit(Resource::Memlock)
+}
+
 /// Sets the soft and hard limits on open files (None: unlimited).
 pub fn set_open_files_limit(soft: Option<u64>, hard: Option<u64>) -> io::Result<()> {
     set_limit(Resource::Nofile, soft, hard)

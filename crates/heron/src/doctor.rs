@@ -30,6 +30,9 @@ pub struct Needs {
     pub max_connections: u64,
     /// Whether some zone is a secondary (it opens connections itself).
     pub secondary: bool,
+    /// AF_XDP sockets `[xdp]` opens (one per RX queue of each interface
+    /// found here), each registering packet memory that must be locked.
+    pub xdp_sockets: u64,
 }
 
 impl Needs {
@@ -37,6 +40,9 @@ impl Needs {
         self.max_connections + RESERVED_FILES
     }
 }
+
+/// A resource's soft and hard limits.
+type Limits = (u64, u64);
 
 /// How a setting compares with what Heron needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +69,7 @@ pub struct Check {
 /// e.g. "net/core/somaxconn") and the soft and hard open-files limits.
 pub fn checks(
     sysctl: impl Fn(&str) -> Option<String>,
-    open_files: Option<(u64, u64)>,
+    (open_files, locked): (Option<Limits>, Option<Limits>),
     needs: &Needs,
 ) -> Vec<Check> {
     let backlog = tcp::LISTEN_BACKLOG as u64;
@@ -114,7 +120,40 @@ pub fn checks(
     if needs.secondary {
         out.push(local_ports(&sysctl));
     }
+    if needs.xdp_sockets > 0 {
+        out.push(locked_memory_check(locked, needs.xdp_sockets));
+    }
     out
+}
+
+/// The locked-memory limit, which AF_XDP packet memory counts against
+/// (black-box finding BJ-3: doctor said nothing to fix where `serve`
+/// could not open its XDP sockets).
+fn locked_memory_check(limits: Option<(u64, u64)>, sockets: u64) -> Check {
+    const SETTING: &str = "locked memory (ulimit -l)";
+    let want = sockets * heron_sys::xdp::UMEM_BYTES;
+    let kib = want / 1024;
+    let why = format!(
+        "want ≥ {kib} KiB: each of the {sockets} AF_XDP sockets [xdp] opens (one per RX \
+         queue) locks {} KiB of packet memory (this shell's limit; a systemd unit sets \
+         its own)",
+        heron_sys::xdp::UMEM_BYTES / 1024
+    );
+    let Some((soft, hard)) = limits else {
+        return unknown(SETTING, why);
+    };
+    let shown = |n: u64| match n {
+        u64::MAX => "unlimited".to_string(),
+        n => format!("{} KiB", n / 1024),
+    };
+    let ok = soft >= want;
+    Check {
+        setting: SETTING,
+        value: Some(format!("{} (hard {})", shown(soft), shown(hard))),
+        verdict: if ok { Verdict::Ok } else { Verdict::Fix },
+        why,
+        fix: (!ok).then(|| format!("ulimit -l {kib}, or LimitMEMLOCK={want} in the unit")),
+    }
 }
 
 fn proc_path(setting: &str) -> String {
@@ -237,6 +276,22 @@ fn open_files_limit() -> Option<(u64, u64)> {
     Some((soft.unwrap_or(u64::MAX), hard.unwrap_or(u64::MAX)))
 }
 
+/// The soft and hard limits on locked memory of this process, in bytes.
+fn locked_memory_limit() -> Option<(u64, u64)> {
+    let (soft, hard) = heron_sys::process::locked_memory_limit();
+    Some((soft.unwrap_or(u64::MAX), hard.unwrap_or(u64::MAX)))
+}
+
+/// The AF_XDP sockets `server`'s `[xdp]` opens on this machine: one per
+/// RX queue of each interface it names (one found missing counts one).
+fn xdp_sockets(server: &heron_server::ServerConfig) -> u64 {
+    let Some(xdp) = &server.xdp else { return 0 };
+    let names: std::collections::BTreeSet<&str> =
+        xdp.listen.iter().map(|l| l.interface.as_str()).collect();
+    let queues = |name: &str| heron_sys::xdp::Interface::find(name).map_or(1, |i| i.rx_queues);
+    names.into_iter().map(|n| u64::from(queues(n))).sum()
+}
+
 fn read_proc_sys(path: &str) -> Option<String> {
     std::fs::read_to_string(Path::new("/proc/sys").join(path)).ok()
 }
@@ -251,6 +306,7 @@ pub fn run(config: Option<&Path>) -> ExitCode {
                 Needs {
                     max_connections: settings.server.tcp.max_connections as u64,
                     secondary: !settings.secondaries.is_empty(),
+                    xdp_sockets: xdp_sockets(&settings.server),
                 },
                 path.display().to_string(),
             ),
@@ -263,11 +319,16 @@ pub fn run(config: Option<&Path>) -> ExitCode {
             Needs {
                 max_connections: TcpLimits::default().max_connections as u64,
                 secondary: false,
+                xdp_sockets: 0,
             },
             "the defaults".to_string(),
         ),
     };
-    let results = checks(read_proc_sys, open_files_limit(), &needs);
+    let results = checks(
+        read_proc_sys,
+        (open_files_limit(), locked_memory_limit()),
+        &needs,
+    );
     out!("{}", report(&results, &needs, &source));
     if results.iter().any(|c| c.verdict == Verdict::Fix) {
         ExitCode::FAILURE
@@ -345,11 +406,12 @@ mod tests {
     const PRIMARY: Needs = Needs {
         max_connections: 10_000,
         secondary: false,
+        xdp_sockets: 0,
     };
 
     #[test]
     fn a_well_set_machine_needs_nothing() {
-        let results = checks(good_machine(), Some((65_536, 65_536)), &PRIMARY);
+        let results = checks(good_machine(), (Some((65_536, 65_536)), None), &PRIMARY);
         assert!(
             results.iter().all(|c| c.verdict == Verdict::Ok),
             "{results:#?}"
@@ -369,7 +431,7 @@ mod tests {
             ("fs/nr_open", "1048576"),
             ("fs/file-max", "8000"),
         ]);
-        let results = checks(sysctl, Some((1024, 4096)), &PRIMARY);
+        let results = checks(sysctl, (Some((1024, 4096)), None), &PRIMARY);
         let verdict = |s: &str| results.iter().find(|c| c.setting == s).unwrap();
         let somaxconn = verdict("net.core.somaxconn");
         assert_eq!(somaxconn.verdict, Verdict::Fix);
@@ -406,7 +468,7 @@ mod tests {
             max_connections: 100_000,
             ..PRIMARY
         };
-        let results = checks(good_machine(), Some((65_536, 1_048_576)), &many);
+        let results = checks(good_machine(), (Some((65_536, 1_048_576)), None), &many);
         let files = results
             .iter()
             .find(|c| c.setting.starts_with("open files"))
@@ -424,7 +486,7 @@ mod tests {
             secondary: true,
             ..PRIMARY
         };
-        let results = checks(good_machine(), Some((65_536, 65_536)), &secondary);
+        let results = checks(good_machine(), (Some((65_536, 65_536)), None), &secondary);
         let ports = results.last().unwrap();
         assert_eq!(ports.setting, "net.ipv4.ip_local_port_range");
         assert_eq!(ports.verdict, Verdict::Ok);
@@ -433,6 +495,49 @@ mod tests {
         let ports = local_ports(&narrow);
         assert_eq!(ports.verdict, Verdict::Fix);
         assert!(ports.fix.is_some());
+    }
+
+    /// With `[xdp]`, the locked-memory limit must hold every socket's
+    /// packet memory (black-box finding BJ-3: doctor said nothing where
+    /// serve could not start); without it, it is not asked.
+    #[test]
+    fn xdp_needs_locked_memory_for_each_socket() {
+        let xdp = Needs {
+            xdp_sockets: 2,
+            ..PRIMARY
+        };
+        let mib = 1024 * 1024;
+        let low = checks(
+            good_machine(),
+            (Some((65_536, 65_536)), Some((8 * mib, 8 * mib))),
+            &xdp,
+        );
+        let locked = low.last().unwrap();
+        assert_eq!(
+            (locked.setting, locked.verdict),
+            ("locked memory (ulimit -l)", Verdict::Fix)
+        );
+        assert_eq!(locked.value.as_deref(), Some("8192 KiB (hard 8192 KiB)"));
+        assert!(
+            locked
+                .fix
+                .as_deref()
+                .unwrap()
+                .starts_with("ulimit -l 16384"),
+            "{locked:?}"
+        );
+        let enough = checks(
+            good_machine(),
+            (Some((65_536, 65_536)), Some((u64::MAX, u64::MAX))),
+            &xdp,
+        );
+        assert_eq!(enough.last().unwrap().verdict, Verdict::Ok);
+        let none = checks(
+            good_machine(),
+            (Some((65_536, 65_536)), Some((0, 0))),
+            &PRIMARY,
+        );
+        assert!(none.iter().all(|c| !c.setting.starts_with("locked")));
     }
 
     #[test]
@@ -449,7 +554,7 @@ mod tests {
         ]);
         let results = checks(
             odd,
-            None,
+            (None, None),
             &Needs {
                 secondary: true,
                 ..PRIMARY

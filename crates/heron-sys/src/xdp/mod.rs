@@ -21,7 +21,7 @@ use std::net::IpAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
 
-pub use socket::{FRAME_SIZE, Frame, MAX_FRAME_IN, XskSocket, pause, wait_any};
+pub use socket::{FRAME_SIZE, Frame, MAX_FRAME_IN, UMEM_BYTES, XskSocket, pause, wait_any};
 
 /// Where the XDP program runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

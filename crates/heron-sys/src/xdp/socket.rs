@@ -23,6 +23,10 @@ pub const MAX_FRAME_IN: u32 = FRAME_SIZE - 256;
 /// Frames per socket: the fill ring's and the TX ring's worth, so that
 /// the fill ring can be kept full while replies are in flight.
 const FRAMES: u32 = 2 * RING_SIZE;
+
+/// The packet memory one socket (one RX queue) registers, which counts
+/// against the locked-memory limit.
+pub const UMEM_BYTES: u64 = FRAMES as u64 * FRAME_SIZE as u64;
 /// Entries of each ring.
 const RING_SIZE: u32 = 2048;
 /// Frames the kernel sends per `sendto()` or `poll()` in copy mode
