@@ -113,9 +113,8 @@ pub fn start(
     };
     // Open before the addresses are read, so that no change is missed.
     let watch = AddressWatch::open()?;
-    let host = Arc::new(ArcSwap::from_pointee(host_addresses(
-        &heron_sys::xdp::local::host_addresses()?,
-    )));
+    let all = heron_sys::xdp::local::host_addresses()?;
+    let host = Arc::new(ArcSwap::from_pointee(host_addresses(&all)));
     let mut destinations = Vec::new();
     for (name, ports) in ports {
         let interface = Interface::find(name)?;
@@ -125,7 +124,8 @@ pub fn start(
                 loopback_refused(name),
             ));
         }
-        let attached = Attached::attach(&interface, &ports, xdp.mode, served(server, &ports))?;
+        let served = served(server, &ports, &interface, &all);
+        let attached = Attached::attach(&interface, &ports, xdp.mode, served)?;
         warn_of_mode(&interface, &attached);
         destinations.push(attached.destinations()?);
         let sockets = open_sockets(&interface, &attached, name, xdp.mode)?;
@@ -176,13 +176,27 @@ pub fn start(
 /// The addresses XDP answers for on `ports`: those `[server] listen`
 /// names on them (a wildcard: its whole family), so that every address
 /// XDP answers has TCP for a truncated answer's retry, and the others are
-/// left to the kernel. With none on those ports (check-config warns), all.
-fn served(server: &ServerConfig, ports: &[u16]) -> ServedAddresses {
+/// left to the kernel. When it names none of the interface's addresses
+/// (sockets on loopback alone, say), all of them, as before, with a
+/// warning: TCP there is not served.
+fn served(
+    server: &ServerConfig,
+    ports: &[u16],
+    interface: &Interface,
+    all: &[HostAddress],
+) -> ServedAddresses {
     let listen = server.listen.iter().filter(|a| ports.contains(&a.port()));
-    match listen.clone().next() {
-        Some(_) => ServedAddresses::of(listen.map(|a| a.ip())),
-        None => ServedAddresses::all(),
+    let named = ServedAddresses::of(listen.map(|a| a.ip()));
+    let own = all.iter().filter(|a| a.interface == interface.name);
+    if named.any_v4 || named.any_v6 || own.clone().any(|a| named.takes(a.ip)) {
+        return named;
     }
+    tracing::warn!(
+        "XDP on {}: [server] listen names none of its addresses on port(s) {ports:?}, so XDP \
+         answers them all, and TCP there (where a truncated answer sends clients) is not served",
+        interface.name
+    );
+    ServedAddresses::all()
 }
 
 /// Why XDP is refused on loopback `name` (black-box finding BJ-7: it took
