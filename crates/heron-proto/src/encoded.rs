@@ -727,6 +727,8 @@ pub struct AdditionalBlock {
     /// The RRSIG records over the groups, likewise, and their owners.
     sig_bytes: Vec<u8>,
     sig_owners: Vec<(u16, u16)>,
+    /// Required RRsets left out for want of room (not packed).
+    required_left_out: usize,
 }
 
 /// One target RRset (A or AAAA) in a block.
@@ -771,6 +773,12 @@ impl AdditionalBlock {
         self.groups.is_empty()
     }
 
+    /// Required (glue) RRsets [`AdditionalBlock::push`] left out because
+    /// the block was full: referrals then carry only part of their glue.
+    pub fn required_left_out(&self) -> usize {
+        self.required_left_out
+    }
+
     /// Adds an RRset (A or AAAA, no names in RDATA) owned by the target name
     /// at `target` in the parent RRset as written (see
     /// [`EncodedRef::name_position`]), with the RRSIGs over it.
@@ -789,6 +797,7 @@ impl AdditionalBlock {
         let records = rdatas.len() + sigs.len();
         let grown = self.packed_len() + GROUP_LEN + OWNER_LEN * records + 2;
         if grown + size(rdatas) + size(sigs) > MAX_PACKED {
+            self.required_left_out += usize::from(required);
             return;
         }
         push_records(
@@ -942,7 +951,8 @@ impl<'a> AdditionalRef<'a> {
     /// later smaller one may fit). Err if a required group did not fit
     /// (the caller sets TC).
     pub fn write(&self, w: &mut Writer, at: &Written) -> Result<(), Full> {
-        if w.raw_bytes(self.bytes).is_ok() {
+        let reachable = self.reaches(at);
+        if reachable && w.raw_bytes(self.bytes).is_ok() {
             // All of it fits (the usual case): one copy, then the owners.
             let base = w.len() - self.bytes.len();
             let written = w.written_mut(base);
@@ -957,7 +967,13 @@ impl<'a> AdditionalRef<'a> {
         let mut owners = owners_of(self.owners).peekable();
         for group in self.groups() {
             let end = group.end as usize;
-            match copy_patched(w, &self.bytes[start..end], start, &mut owners, at) {
+            match copy_owned(
+                w,
+                &self.bytes[start..end],
+                start,
+                &mut owners,
+                (at, reachable),
+            ) {
                 Ok(()) => w.count_records(group.records),
                 Err(Full) if group.required => return Err(Full),
                 Err(Full) => {}
@@ -983,6 +999,7 @@ impl<'a> AdditionalRef<'a> {
         };
         let mut owners = owners_of(self.owners).peekable();
         let mut sig_owners = owners_of(sig_owner_bytes).peekable();
+        let reachable = self.reaches(at);
         let (mut start, mut sig_start) = (0, 0);
         for group in self.groups() {
             let (end, sig_end) = (group.end as usize, group.sig_end as usize);
@@ -990,8 +1007,8 @@ impl<'a> AdditionalRef<'a> {
             let records = &self.bytes[start..end];
             let sigs = &sig_bytes[sig_start..sig_end];
             // Both copies are tried, so that each consumes its owners.
-            let fits = copy_patched(w, records, start, &mut owners, at);
-            let sigs_fit = copy_patched(w, sigs, sig_start, &mut sig_owners, at);
+            let fits = copy_owned(w, records, start, &mut owners, (at, reachable));
+            let sigs_fit = copy_owned(w, sigs, sig_start, &mut sig_owners, (at, reachable));
             match fits.and(sigs_fit) {
                 Ok(()) => w.count_records(group.records + group.sigs),
                 Err(Full) if group.required => return Err(Full),
@@ -1007,6 +1024,82 @@ impl<'a> AdditionalRef<'a> {
     pub fn reachable(&self, parent: &EncodedRef, at: &Written) -> bool {
         parent.last_position(at) <= MAX_POINTER
     }
+
+    /// [`AdditionalRef::reachable`] from the block's own owners.
+    fn reaches(&self, at: &Written) -> bool {
+        owners_of(self.owners).all(|(_, target)| at.first_bytes + target as usize <= MAX_POINTER)
+    }
+}
+
+/// [`copy_patched`], or, when some owner's target lies past where a
+/// pointer reaches (`reachable` false: a parent RRset past 16 KiB, a
+/// delegation to hundreds of name servers), [`copy_spelled`].
+fn copy_owned(
+    w: &mut Writer,
+    bytes: &[u8],
+    start: usize,
+    owners: &mut std::iter::Peekable<impl Iterator<Item = (u16, u16)>>,
+    (at, reachable): (&Written, bool),
+) -> Result<(), Full> {
+    match reachable {
+        true => copy_patched(w, bytes, start, owners, at),
+        false => copy_spelled(w, bytes, start, owners, at),
+    }
+}
+
+/// Copies `bytes` record by record, each owner written as a pointer where
+/// one reaches its target, else spelled out from the target name as the
+/// message holds it (black-box finding BK-2: a referral whose NS records
+/// passed 16 KiB was sent with none of its required glue, and no TC).
+fn copy_spelled(
+    w: &mut Writer,
+    bytes: &[u8],
+    start: usize,
+    owners: &mut std::iter::Peekable<impl Iterator<Item = (u16, u16)>>,
+    at: &Written,
+) -> Result<(), Full> {
+    let end = start + bytes.len();
+    let records: Vec<(u16, u16)> =
+        std::iter::from_fn(|| owners.next_if(|o| (o.0 as usize) < end)).collect();
+    for (k, &(off, target)) in records.iter().enumerate() {
+        let next = records.get(k + 1).map_or(end, |r| r.0 as usize);
+        let target = at.first_bytes + target as usize;
+        let owner = spelled_owner(w.written_mut(0), target).ok_or(Full)?;
+        w.raw_bytes(&owner)?;
+        w.raw_bytes(&bytes[off as usize + 2 - start..next - start])?;
+    }
+    Ok(())
+}
+
+/// The name at `pos` in `msg`, as an owner written later in the message:
+/// its labels until a pointer can reach the rest. None if `msg` holds no
+/// name there (a bound on the labels and pointers followed).
+fn spelled_owner(msg: &[u8], mut pos: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(64);
+    for _ in 0..256 {
+        if pos <= MAX_POINTER {
+            out.extend_from_slice(&(0xC000 | pos as u16).to_be_bytes());
+            return Some(out);
+        }
+        match *msg.get(pos)? {
+            0 => {
+                out.push(0);
+                return Some(out);
+            }
+            len if len & 0xC0 == 0xC0 => {
+                // Earlier in the message: followed, never forward.
+                let to = (usize::from(len & 0x3F) << 8) | usize::from(*msg.get(pos + 1)?);
+                (to < pos).then_some(())?;
+                pos = to;
+            }
+            len if len < 64 => {
+                out.extend_from_slice(msg.get(pos..pos + 1 + usize::from(len))?);
+                pos += 1 + usize::from(len);
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// Copies `bytes`, which start at `start` in their block, and patches the
@@ -1186,9 +1279,11 @@ mod tests {
         assert!(packed.len() <= MAX_PACKED);
         let signature = [0u8; 300];
         let sigs: Vec<&[u8]> = vec![&signature; 300]; // 93,600 octets
+        assert_eq!(block.required_left_out(), 1);
         let mut signed = AdditionalBlock::default();
         signed.push(0, (RType::A, 60, &past[..1]), (60, &sigs), false);
         assert!(signed.is_empty());
+        assert_eq!(signed.required_left_out(), 0, "optional");
     }
 
     fn wire(s: &str) -> Vec<u8> {

@@ -309,11 +309,68 @@ fn a_delegation_with_more_glue_than_a_block_holds_still_loads() {
         ));
         text.push_str(&format!("\nn{i}.huge AAAA 2001:db8::{i:x}"));
     }
+    let origin = Name::parse("example.test").unwrap();
+    let loaded = load_zone_str(&text, "huge.zone", &origin).unwrap_or_else(|p| panic!("{p:?}"));
+    // What does not fit is said at load (black-box finding BK-2).
+    let said = |w: &&heron_zone::Problem| w.message.contains("glue RRsets do not fit");
+    assert!(
+        loaded.warnings.iter().any(|w| said(&w)),
+        "{:?}",
+        loaded.warnings
+    );
     let mut cat = Catalog::new();
-    cat.insert(load(&text));
+    cat.insert(loaded.zone);
     let raw = ask_raw(&cat, &query("www.huge.example.test", RType::A, 1232, false));
     let m = Message::parse(&raw).unwrap();
     assert!(m.header.has(flags::TC), "{} octets", raw.len());
+}
+
+/// A referral whose NS records pass the 16 KiB a compression pointer
+/// reaches still carries all its glue, the owners past there spelled out
+/// (black-box finding BK-2: it went with no glue at all, and no TC);
+/// every glue record's owner is one of the name servers.
+#[test]
+fn glue_past_where_pointers_reach_is_written_with_its_owner_spelled_out() {
+    let mut text = zone_text();
+    let label = "x".repeat(50);
+    for i in 0..300 {
+        text.push_str(&format!(
+            "\nfar NS h{i}{label}.far\nh{i}{label}.far A 192.0.2.{}",
+            i % 250
+        ));
+        text.push_str(&format!("\nh{i}{label}.far AAAA 2001:db8::{i:x}"));
+    }
+    let mut cat = Catalog::new();
+    cat.insert(load(&text));
+    for do_bit in [false, true] {
+        let q = query("www.far.example.test", RType::A, 1232, do_bit);
+        let mut out = Vec::new();
+        let how = answer(&cat, &AnswerConfig::default(), &q, Transport::Tcp, &mut out);
+        assert_eq!(how, Answered::Response);
+        let m = Message::parse(&out).unwrap();
+        assert!(!m.header.has(flags::TC), "{} octets", out.len());
+        assert!(
+            out.len() > 0x4000,
+            "past where pointers reach: {}",
+            out.len()
+        );
+        let servers: std::collections::BTreeSet<String> = m
+            .authority
+            .iter()
+            .filter(|r| r.rtype == RType::NS)
+            .map(|r| Name::from_wire(&r.rdata).unwrap().to_string())
+            .collect();
+        assert_eq!(servers.len(), 300);
+        let glue: Vec<&Record> = m
+            .additional
+            .iter()
+            .filter(|r| r.rtype != RType::OPT)
+            .collect();
+        assert_eq!(glue.len(), 600, "do {do_bit}");
+        for r in glue {
+            assert!(servers.contains(&r.name.to_string()), "{}", r.name);
+        }
+    }
 }
 
 /// The batch path answers DO queries byte for byte as `answer` alone.

@@ -945,9 +945,7 @@ impl<'a> Responder<'a> {
 
     /// Remembers the additional records that go with `set`, if any.
     fn note_additional(&mut self, set: RRset<'a>, written: Written) {
-        if let Some(block) = set.additional()
-            && block.reachable(&set.encoded(), &written)
-        {
+        if let Some(block) = set.additional() {
             self.additional = Some((block, written));
         }
     }

@@ -1419,8 +1419,13 @@ impl<'a> Plan<'a> {
             Some(targets) => targets.addresses(lower, emit),
             None => self.addresses(lower, emit, logs, lookups),
         };
+        let glue_left_out = std::cell::Cell::new(0);
         let block = |set: &SetParts, encoded: EncodedRef| match &owner {
-            Some(owner) => additional_block(set, encoded, owner, is_cut, &addresses),
+            Some(owner) => {
+                let block = additional_block(set, encoded, owner, is_cut, &addresses);
+                glue_left_out.set(glue_left_out.get() + block.required_left_out());
+                block
+            }
             None => AdditionalBlock::default(),
         };
         let written = write_node(arena, node, key.as_wire(), is_cut, apex, block);
@@ -1428,6 +1433,16 @@ impl<'a> Plan<'a> {
             let owner = Name::from_wire(node.owner).expect("read as a name");
             let msg = format!("{owner} {}: {RRSET_TOO_LARGE}", set.rtype);
             self.problem(&mut out.problems, set.first, Severity::Error, msg);
+        }
+        if let (Some(owner), n @ 1..) = (&owner, glue_left_out.get())
+            && self.b.warn
+        {
+            let first = node.set(RType::NS).and_then(|s| s.first);
+            let msg = format!(
+                "{owner} NS: {n} glue RRsets do not fit in what Heron keeps for a referral \
+                 (64 KiB): referrals carry the rest only"
+            );
+            self.problem(&mut out.problems, first, Severity::Warning, msg);
         }
         node.records
     }
