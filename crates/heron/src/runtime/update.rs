@@ -730,6 +730,14 @@ pub(crate) async fn write_now(
 /// stale ZONEMD would refuse the edited file, a stale key or signature
 /// outlive a policy that is taken away.
 fn write_editable(zone: &Zone, file: &std::path::Path, signed_here: bool) -> std::io::Result<()> {
+    // One writer of a file at a time: a freeze and a write-back due at
+    // once shared `FILE.tmp`, and one's rename found it gone (black-box
+    // finding BL-1: the freeze failed, "No such file or directory").
+    let lock = (WRITING.lock().unwrap_or_else(|e| e.into_inner()))
+        .entry(file.to_path_buf())
+        .or_default()
+        .clone();
+    let _writing = lock.lock().unwrap_or_else(|e| e.into_inner());
     match signed_here {
         true => write_unsigned_zone_file(zone, file, heron_xfr::update::is_dnssec_type),
         false => write_plain_zone_file(zone, file),
@@ -747,6 +755,12 @@ fn write_editable(zone: &Zone, file: &std::path::Path, signed_here: bool) -> std
     }
     Ok(())
 }
+
+/// A lock for each zone file being written back ([`write_editable`]).
+static WRITING: std::sync::LazyLock<std::sync::Mutex<HashMap<std::path::PathBuf, FileLock>>> =
+    std::sync::LazyLock::new(Default::default);
+
+type FileLock = Arc<std::sync::Mutex<()>>;
 
 /// One zone's share of a batch: its newest version and the steps to it.
 struct Working {
@@ -2143,6 +2157,29 @@ fn bump(old: &Zone, zone: &Zone, policy: &ZonePolicy) -> Result<Zone, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Writes of one zone file at once (a freeze and a write-back) take
+    /// turns: each ends with the file whole (black-box finding BL-1: they
+    /// shared `FILE.tmp`, and one's rename found it gone).
+    #[test]
+    fn writes_of_one_zone_file_at_once_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("w.test.zone");
+        let text = "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n";
+        let origin = Name::parse("w.test").unwrap();
+        let zone = heron_zone::load_zone_str(text, "w.zone", &origin).unwrap().zone;
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    for _ in 0..25 {
+                        write_editable(&zone, &file, false).expect("written");
+                    }
+                });
+            }
+        });
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(heron_zone::load_zone_str(&written, "w.zone", &origin).is_ok());
+    }
 
     /// A batch waits for the clients just answered, and no longer.
     #[tokio::test(start_paused = true)]
