@@ -2167,7 +2167,9 @@ mod tests {
         let file = dir.path().join("w.test.zone");
         let text = "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n";
         let origin = Name::parse("w.test").unwrap();
-        let zone = heron_zone::load_zone_str(text, "w.zone", &origin).unwrap().zone;
+        let zone = heron_zone::load_zone_str(text, "w.zone", &origin)
+            .unwrap()
+            .zone;
         std::thread::scope(|scope| {
             for _ in 0..8 {
                 scope.spawn(|| {
