@@ -557,6 +557,12 @@ fn forwarding_secondary(dir: &Path, primary: SocketAddr) -> (ServerProcess, UdpS
 /// A primary answering NOERROR to every UPDATE on a connection, for as
 /// long as the connection lasts; the count of connections that carried one.
 fn counting_primary() -> (SocketAddr, Arc<AtomicUsize>) {
+    primary_answering(false)
+}
+
+/// [`counting_primary`], sending before each answer a stray copy of it
+/// with another ID when `stray`.
+fn primary_answering(stray: bool) -> (SocketAddr, Arc<AtomicUsize>) {
     use std::io::{Read, Write};
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let (addr, count) = (
@@ -585,7 +591,14 @@ fn counting_primary() -> (SocketAddr, Arc<AtomicUsize>) {
                         counted.fetch_add(1, Ordering::SeqCst);
                     }
                     m[2] |= 0x80;
-                    let mut framed = (m.len() as u16).to_be_bytes().to_vec();
+                    let mut framed = Vec::new();
+                    if stray {
+                        let mut copy = m.clone();
+                        copy[1] ^= 0x55;
+                        framed.extend_from_slice(&(copy.len() as u16).to_be_bytes());
+                        framed.extend_from_slice(&copy);
+                    }
+                    framed.extend_from_slice(&(m.len() as u16).to_be_bytes());
                     framed.extend_from_slice(&m);
                     if conn.write_all(&framed).is_err() {
                         return;
@@ -638,6 +651,25 @@ fn forwards_reuse_connections_to_the_primary_and_their_lines_are_limited() {
     let log = secondary.log();
     let lines = log.lines().filter(|l| l.contains("forwarded to")).count();
     assert!((1..=10).contains(&lines), "{lines} lines: {log}");
+}
+
+/// A primary's message with another ID than the forward's (a stray one)
+/// is passed over, and the forward's own answer relayed (black-box
+/// finding BK-10: the stray one was taken for the answer, SERVFAIL).
+#[test]
+fn a_primarys_stray_message_is_passed_over() {
+    let dir = dir("stray");
+    let (primary, _) = primary_answering(true);
+    let (secondary, client) = forwarding_secondary(&dir, primary);
+    let mut buf = [0u8; 1500];
+    for id in 0..5u16 {
+        client
+            .send(&update_message(id, &format!("s{id}.{ZONE}")))
+            .unwrap();
+        client.recv(&mut buf).expect("the update is answered");
+        assert_eq!(u16::from_be_bytes([buf[0], buf[1]]), id);
+        assert_eq!(buf[3] & 0x0f, 0, "NOERROR: {}", secondary.log());
+    }
 }
 
 /// `update_message` with an OPT record asking for the NSID.
