@@ -11,12 +11,12 @@ use socket2::{Domain, Socket, Type};
 
 /// Whether no DNS client sends from UDP source `port`: 0 (forged: no
 /// reply reaches it), or a service that answers any datagram (echo 7,
-/// daytime 13, quote of the day 17, chargen 19, time 37). A reply to one
+/// systat 11, daytime 13, quote of the day 17, chargen 19, time 37). A reply to one
 /// of those, even an error, is answered again: one forged query starts a
 /// loop that never ends (Loop DoS, CVE-2024-2169; black-box finding BJ-4).
 /// BIND drops queries from 7, 13, 19 and 37 likewise.
 pub fn never_a_client(port: u16) -> bool {
-    matches!(port, 0 | 7 | 13 | 17 | 19 | 37)
+    matches!(port, 0 | 7 | 11 | 13 | 17 | 19 | 37)
 }
 
 /// UDP or TCP.
@@ -78,7 +78,7 @@ mod tests {
 
     #[test]
     fn the_ports_of_services_that_answer_anything_are_never_a_clients() {
-        for port in [0, 7, 13, 17, 19, 37] {
+        for port in [0, 7, 11, 13, 17, 19, 37] {
             assert!(never_a_client(port), "{port}");
         }
         for port in [1, 53, 123, 1024, 5353, 65535] {

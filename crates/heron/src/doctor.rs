@@ -44,6 +44,15 @@ impl Needs {
 /// A resource's soft and hard limits.
 type Limits = (u64, u64);
 
+/// The locked-memory limit as it applies to this process.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Locked {
+    Limits(Limits),
+    /// The process holds CAP_IPC_LOCK (root): the kernel does not charge
+    /// AF_XDP memory to its limit.
+    Exempt,
+}
+
 /// How a setting compares with what Heron needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -69,7 +78,7 @@ pub struct Check {
 /// e.g. "net/core/somaxconn") and the soft and hard open-files limits.
 pub fn checks(
     sysctl: impl Fn(&str) -> Option<String>,
-    (open_files, locked): (Option<Limits>, Option<Limits>),
+    (open_files, locked): (Option<Limits>, Option<Locked>),
     needs: &Needs,
 ) -> Vec<Check> {
     let backlog = tcp::LISTEN_BACKLOG as u64;
@@ -121,9 +130,32 @@ pub fn checks(
         out.push(local_ports(&sysctl));
     }
     if needs.xdp_sockets > 0 {
-        out.push(locked_memory_check(locked, needs.xdp_sockets));
+        let check = match locked {
+            Some(Locked::Exempt) => locked_memory_exempt(needs.xdp_sockets),
+            Some(Locked::Limits(limits)) => locked_memory_check(Some(limits), needs.xdp_sockets),
+            None => locked_memory_check(None, needs.xdp_sockets),
+        };
+        out.push(check);
     }
     out
+}
+
+/// [`locked_memory_check`] for a process the limit does not hold
+/// (black-box finding BK-7: root was told to raise a limit not applied to
+/// it); a server run as another user still needs it.
+fn locked_memory_exempt(sockets: u64) -> Check {
+    let kib = sockets * heron_sys::xdp::UMEM_BYTES / 1024;
+    Check {
+        setting: "locked memory (ulimit -l)",
+        value: Some("not applied (CAP_IPC_LOCK)".into()),
+        verdict: Verdict::Ok,
+        why: format!(
+            "this process holds CAP_IPC_LOCK (root), which the kernel does not charge for \
+             AF_XDP memory; a server run as another user with capabilities (the shipped unit's \
+             drop-in) needs LimitMEMLOCK of at least {kib} KiB"
+        ),
+        fix: None,
+    }
 }
 
 /// The locked-memory limit, which AF_XDP packet memory counts against
@@ -276,10 +308,27 @@ fn open_files_limit() -> Option<(u64, u64)> {
     Some((soft.unwrap_or(u64::MAX), hard.unwrap_or(u64::MAX)))
 }
 
-/// The soft and hard limits on locked memory of this process, in bytes.
-fn locked_memory_limit() -> Option<(u64, u64)> {
+/// The locked-memory limit of this process, in bytes, as it applies.
+fn locked_memory_limit() -> Option<Locked> {
+    if holds_ipc_lock() {
+        return Some(Locked::Exempt);
+    }
     let (soft, hard) = heron_sys::process::locked_memory_limit();
-    Some((soft.unwrap_or(u64::MAX), hard.unwrap_or(u64::MAX)))
+    Some(Locked::Limits((
+        soft.unwrap_or(u64::MAX),
+        hard.unwrap_or(u64::MAX),
+    )))
+}
+
+/// Whether this process's effective capabilities hold CAP_IPC_LOCK (14),
+/// from /proc/self/status.
+fn holds_ipc_lock() -> bool {
+    const CAP_IPC_LOCK: u32 = 14;
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let effective = status.lines().find_map(|l| l.strip_prefix("CapEff:"));
+    effective
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << CAP_IPC_LOCK) != 0)
 }
 
 /// The AF_XDP sockets `server`'s `[xdp]` opens on this machine: one per
@@ -509,7 +558,10 @@ mod tests {
         let mib = 1024 * 1024;
         let low = checks(
             good_machine(),
-            (Some((65_536, 65_536)), Some((8 * mib, 8 * mib))),
+            (
+                Some((65_536, 65_536)),
+                Some(Locked::Limits((8 * mib, 8 * mib))),
+            ),
             &xdp,
         );
         let locked = low.last().unwrap();
@@ -528,16 +580,31 @@ mod tests {
         );
         let enough = checks(
             good_machine(),
-            (Some((65_536, 65_536)), Some((u64::MAX, u64::MAX))),
+            (
+                Some((65_536, 65_536)),
+                Some(Locked::Limits((u64::MAX, u64::MAX))),
+            ),
             &xdp,
         );
         assert_eq!(enough.last().unwrap().verdict, Verdict::Ok);
         let none = checks(
             good_machine(),
-            (Some((65_536, 65_536)), Some((0, 0))),
+            (Some((65_536, 65_536)), Some(Locked::Limits((0, 0)))),
             &PRIMARY,
         );
         assert!(none.iter().all(|c| !c.setting.starts_with("locked")));
+        // Root (CAP_IPC_LOCK) is not held to it (black-box finding BK-7).
+        let root = checks(
+            good_machine(),
+            (Some((65_536, 65_536)), Some(Locked::Exempt)),
+            &xdp,
+        );
+        let locked = root.last().unwrap();
+        assert_eq!(locked.verdict, Verdict::Ok);
+        assert!(
+            locked.why.contains("LimitMEMLOCK of at least 16384 KiB"),
+            "{locked:?}"
+        );
     }
 
     #[test]

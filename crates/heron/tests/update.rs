@@ -606,6 +606,30 @@ fn failed_updates_write_a_bounded_number_of_lines() {
         .filter(|l| l.contains("UPDATE of upd.test."))
         .count();
     assert!((1..=10).contains(&lines), "{lines} lines: {log}");
+    // Updates that change nothing (deleting what is not there) likewise
+    // (black-box finding BK-3).
+    for id in 100..160u16 {
+        let mut m = id.to_be_bytes().to_vec();
+        m.extend_from_slice(&[5 << 3, 0, 0, 1, 0, 0, 0, 1, 0, 0]);
+        m.extend_from_slice(&wire(ZONE));
+        m.extend_from_slice(&[0, 6, 0, 1]);
+        m.extend_from_slice(&wire("addr.upd.test"));
+        m.extend_from_slice(&[0, 1, 0, 255, 0, 0, 0, 0, 0, 0]);
+        client.send(&m).unwrap();
+        let mut answer = [0u8; 512];
+        let n = client.recv(&mut answer).expect("answered");
+        assert!(
+            n >= 12 && answer[3] & 0x0f == 0,
+            "NOERROR: {:?}",
+            &answer[..n]
+        );
+    }
+    let log = server.log();
+    let nothing = log
+        .lines()
+        .filter(|l| l.contains("(nothing changed)"))
+        .count();
+    assert!((1..=10).contains(&nothing), "{nothing} lines: {log}");
 }
 
 /// An UPDATE as a client writes it: adds `name` A `addr`, unsigned.

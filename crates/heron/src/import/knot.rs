@@ -327,15 +327,20 @@ impl Interpreter {
     /// Heron's `[xdp] listen` (black-box finding BJ-11: the section was
     /// said to have no Heron equivalent).
     fn xdp(&mut self, section: &Section) {
-        for field in section.items.iter().flat_map(|i| &i.fields) {
+        // Knot's `udp: off` answers no UDP over XDP: nothing to take
+        // (black-box finding BK-5).
+        let fields = || section.items.iter().flat_map(|i| &i.fields);
+        let no_udp = fields().any(|f| f.key == "udp" && !f.values.iter().all(|v| on(v)));
+        for field in fields() {
             let advice = match field.key.as_str() {
+                "listen" if no_udp => "Knot answered no UDP over XDP here (udp: off): not taken",
                 "listen" => {
                     for entry in &field.values {
                         self.xdp_listen(field, entry);
                     }
                     continue;
                 }
-                "udp" if field.values.iter().all(|v| on(v)) => continue,
+                "udp" => continue,
                 "tcp" => "Heron's XDP path is UDP only: TCP is served on [server] listen",
                 _ => "no Heron equivalent: check whether the behaviour matters",
             };
@@ -1386,6 +1391,15 @@ mod tests {
         assert!(
             written.contains("[xdp]\nlisten = [\"eth1@5300\", \"eth2@53\"]"),
             "{written}"
+        );
+        // Knot's `udp: off` (black-box finding BK-5): no [xdp] at all.
+        let off = text.replace("udp: on", "udp: off");
+        let got = parse(&write_files(dir.path(), &[("knot.conf", &off)])).unwrap();
+        assert!(got.xdp_listen.is_empty());
+        let said: Vec<&str> = got.notes.iter().map(|n| n.setting.as_str()).collect();
+        assert!(
+            said.iter().any(|s| s.starts_with("xdp: listen eth1@5300")),
+            "{said:?}"
         );
     }
 

@@ -1090,7 +1090,7 @@ impl ZoneRun<'_> {
                     format!("serial {from} -> {}", pending.serial()),
                     ignored,
                 ),
-                Ok((false, ignored)) => (Rcode::NOERROR, "nothing changed".to_string(), ignored),
+                Ok((false, ignored)) => (Rcode::NOERROR, NOTHING_CHANGED.to_string(), ignored),
                 Err(e) => (e.rcode, e.why, Vec::new()),
             };
             outcome.decide(rcode, why, ignored);
@@ -1135,7 +1135,7 @@ impl ZoneRun<'_> {
                     (Rcode::NOERROR, why, ignored)
                 }
                 Ok((Applied::Unchanged, ignored)) => {
-                    (Rcode::NOERROR, "nothing changed".to_string(), ignored)
+                    (Rcode::NOERROR, NOTHING_CHANGED.to_string(), ignored)
                 }
                 Err(e) => (e.rcode, e.why, Vec::new()),
             };
@@ -1218,20 +1218,36 @@ fn log(
     let key = who.key.map_or("-".to_string(), |k| k.to_string());
     let (zone, peer) = (&request.origin, request.peer);
     let why = why.escape_debug();
-    if rcode == Rcode::NOERROR {
+    let changed = rcode == Rcode::NOERROR && why.to_string() != NOTHING_CHANGED;
+    if changed {
         tracing::info!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: {rcode} ({why}){listed}");
-    } else if let Some(due) = FAILED_LOG.admit(0, heron_proto::time::unix_now()) {
+        return rcode;
+    }
+    // A change that made nothing is limited as a failure (black-box
+    // finding BK-3: one line a packet).
+    let reason = usize::from(rcode == Rcode::NOERROR);
+    if let Some(due) = FAILED_LOG.admit(reason, heron_proto::time::unix_now()) {
         let more = due.tail();
-        tracing::warn!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: {rcode} ({why}){listed}{more}");
+        match reason {
+            1 => {
+                tracing::info!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: {rcode} ({why}){listed}{more}")
+            }
+            _ => {
+                tracing::warn!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: {rcode} ({why}){listed}{more}")
+            }
+        }
     }
     rcode
 }
 
+/// Why an update answered NOERROR made no change.
+const NOTHING_CHANGED: &str = "nothing changed";
+
 /// Lines of updates that failed (a prerequisite, a refusal, a bad
-/// record), per [`LOG_INTERVAL`]: one each, an address rule over UDP let
+/// record) and, apart, of those that changed nothing, per [`LOG_INTERVAL`]: one each, an address rule over UDP let
 /// anyone sending from that address write as many as they liked
 /// (black-box finding BH-1). Updates made are each logged, as BIND does.
-static FAILED_LOG: std::sync::LazyLock<LogLimiter<1>> =
+static FAILED_LOG: std::sync::LazyLock<LogLimiter<2>> =
     std::sync::LazyLock::new(|| LogLimiter::with_lines(LOG_INTERVAL, FAILED_LINES));
 const FAILED_LINES: u64 = 10;
 
