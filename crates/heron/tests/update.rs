@@ -583,53 +583,51 @@ fn failed_updates_write_a_bounded_number_of_lines() {
     client
         .set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .unwrap();
-    let wire = |n: &str| heron_proto::Name::parse(n).unwrap().as_wire().to_vec();
-    for id in 0..60u16 {
+    // One record for addr.upd.test (TYPE, CLASS) in the prerequisite
+    // section (`prerequisite` true) or the update section; the rcode.
+    let ask = |id: u16, prerequisite: bool, rr: [u8; 4]| {
+        let counts = if prerequisite {
+            [0, 1, 0, 0]
+        } else {
+            [0, 0, 0, 1]
+        };
         let mut m = id.to_be_bytes().to_vec();
-        m.extend_from_slice(&[5 << 3, 0, 0, 1, 0, 1, 0, 0, 0, 0]);
+        m.extend_from_slice(&[5 << 3, 0, 0, 1]);
+        m.extend_from_slice(&counts);
+        m.extend_from_slice(&[0, 0]);
+        let wire = |n: &str| heron_proto::Name::parse(n).unwrap().as_wire().to_vec();
         m.extend_from_slice(&wire(ZONE));
         m.extend_from_slice(&[0, 6, 0, 1]);
         m.extend_from_slice(&wire("addr.upd.test"));
-        m.extend_from_slice(&[0, 255, 0, 255, 0, 0, 0, 0, 0, 0]);
+        m.extend_from_slice(&rr);
+        m.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
         client.send(&m).unwrap();
         let mut answer = [0u8; 512];
         let n = client.recv(&mut answer).expect("answered");
-        assert!(
-            n >= 12 && answer[3] & 0x0f == 3,
-            "NXDOMAIN: {:?}",
-            &answer[..n]
-        );
+        assert!(n >= 12, "{:?}", &answer[..n]);
+        answer[3] & 0x0f
+    };
+    let lines = |what: &str| server.log().lines().filter(|l| l.contains(what)).count();
+    for id in 0..60u16 {
+        assert_eq!(ask(id, true, [0, 255, 0, 255]), 3, "NXDOMAIN"); // name in use
     }
-    let log = server.log();
-    let lines = log
-        .lines()
-        .filter(|l| l.contains("UPDATE of upd.test."))
-        .count();
-    assert!((1..=10).contains(&lines), "{lines} lines: {log}");
+    let failed = lines("UPDATE of upd.test.");
+    assert!(
+        (1..=10).contains(&failed),
+        "{failed} lines: {}",
+        server.log()
+    );
     // Updates that change nothing (deleting what is not there) likewise
     // (black-box finding BK-3).
     for id in 100..160u16 {
-        let mut m = id.to_be_bytes().to_vec();
-        m.extend_from_slice(&[5 << 3, 0, 0, 1, 0, 0, 0, 1, 0, 0]);
-        m.extend_from_slice(&wire(ZONE));
-        m.extend_from_slice(&[0, 6, 0, 1]);
-        m.extend_from_slice(&wire("addr.upd.test"));
-        m.extend_from_slice(&[0, 1, 0, 255, 0, 0, 0, 0, 0, 0]);
-        client.send(&m).unwrap();
-        let mut answer = [0u8; 512];
-        let n = client.recv(&mut answer).expect("answered");
-        assert!(
-            n >= 12 && answer[3] & 0x0f == 0,
-            "NOERROR: {:?}",
-            &answer[..n]
-        );
+        assert_eq!(ask(id, false, [0, 1, 0, 255]), 0, "NOERROR"); // delete A
     }
-    let log = server.log();
-    let nothing = log
-        .lines()
-        .filter(|l| l.contains("(nothing changed)"))
-        .count();
-    assert!((1..=10).contains(&nothing), "{nothing} lines: {log}");
+    let nothing = lines("(nothing changed)");
+    assert!(
+        (1..=10).contains(&nothing),
+        "{nothing} lines: {}",
+        server.log()
+    );
 }
 
 /// An UPDATE as a client writes it: adds `name` A `addr`, unsigned.
