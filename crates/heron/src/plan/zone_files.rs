@@ -948,10 +948,12 @@ impl ZoneFiles {
                 // is no failure of a reload of every zone (black-box
                 // finding BB-4: a zone broken since the start failed every
                 // reload and `systemctl reload`); a key fixed, say, is
-                // tried again. A zone named is the reload's own.
+                // tried again. A zone named is the reload's own. A file
+                // still missing (no stamp) failed the same way too
+                // (black-box finding BL-2).
                 let stamp = Stamp::of(&spec.file);
                 let entry = &mut self.entries[i];
-                let same = stamp.is_some() && stamp == entry.failed_stamp;
+                let same = stamp == entry.failed_stamp;
                 match !named && same && entry.last_error == first {
                     true => outcome.still_failing += 1,
                     false => outcome.failed += 1,
@@ -1641,9 +1643,17 @@ mod tests {
         assert_eq!(serial(&cat, "a.test"), 2, "the previous version stays");
         // Still broken: tried again (and reported again) on the next
         // reload, but as still failing, not a failure of that reload.
-        let (_, out) = files.load_changed(&cat);
+        let (cat, out) = files.load_changed(&cat);
         assert_eq!((out.failed, out.still_failing), (0, 1));
         assert!(!out.errors.is_empty());
+        // A file gone fails the reload that finds it gone, and is still
+        // failing at the next (black-box finding BL-2: every later
+        // reload failed).
+        std::fs::remove_file(&b).unwrap();
+        let (cat, out) = files.load_changed(&cat);
+        assert_eq!((out.failed, out.still_failing), (1, 1));
+        let (_, out) = files.load_changed(&cat);
+        assert_eq!((out.failed, out.still_failing), (0, 2));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
