@@ -62,6 +62,8 @@ pub(crate) struct Forwarder {
     slots: Arc<Semaphore>,
     waiting: Arc<Mutex<Waiting>>,
     kept: Arc<KeptConnections>,
+    /// Whether the task pruning `kept` runs.
+    pruning: std::sync::atomic::AtomicBool,
 }
 
 /// Connections whose forward was answered, by primary and source address,
@@ -75,6 +77,15 @@ struct KeptConnections {
     turns: Mutex<HashMap<Route, Arc<Semaphore>>>,
 }
 
+/// Whether a kept connection is still open: nothing to read. An EOF, or
+/// bytes nobody asked for, is not.
+fn still_open(stream: &TcpStream) -> bool {
+    matches!(stream.try_read(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+/// How often kept connections are looked at for ones their primary closed.
+const PRUNE_EVERY: Duration = Duration::from_secs(30);
+
 /// A primary and the source address connections to it are made from.
 type Route = (SocketAddr, Option<IpAddr>);
 
@@ -84,14 +95,22 @@ impl KeptConnections {
         let mut by_route = self.by_route.lock().unwrap_or_else(|e| e.into_inner());
         let kept = by_route.get_mut(&(primary.addr, primary.source))?;
         while let Some(stream) = kept.pop() {
-            // Nothing to read is a connection still open; an EOF or
-            // bytes nobody asked for are not.
-            match stream.try_read(&mut [0u8; 1]) {
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Some(stream),
-                _ => continue,
+            if still_open(&stream) {
+                return Some(stream);
             }
         }
         None
+    }
+
+    /// Closes the kept connections their primaries have closed, so that
+    /// none waits in CLOSE-WAIT for a forward that may never come
+    /// (black-box finding BK-8).
+    fn prune(&self) {
+        let mut by_route = self.by_route.lock().unwrap_or_else(|e| e.into_inner());
+        by_route
+            .values_mut()
+            .for_each(|kept| kept.retain(still_open));
+        by_route.retain(|_, kept| !kept.is_empty());
     }
 
     /// A turn to use a connection to `primary`, waited for.
@@ -136,6 +155,7 @@ impl Default for Forwarder {
             slots: Arc::new(Semaphore::new(MAX_OUTSTANDING)),
             waiting: Arc::default(),
             kept: Arc::default(),
+            pruning: Default::default(),
         }
     }
 }
@@ -205,6 +225,19 @@ impl Forwarder {
             let why = format!("{MAX_OUTSTANDING} forwarded updates are waiting already");
             return give_up_as(update, xfr, ALL_SLOTS_TAKEN, &why);
         };
+        if !self
+            .pruning
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            let kept = Arc::downgrade(&self.kept);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(PRUNE_EVERY).await;
+                    let Some(kept) = kept.upgrade() else { return };
+                    kept.prune();
+                }
+            });
+        }
         let (xfr, kept) = (xfr.clone(), self.kept.clone());
         tokio::spawn(async move {
             let _slot = (slot, share);
@@ -482,6 +515,47 @@ fn give_up_as(update: Update, xfr: &Transfers, reason: usize, why: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kept connection its primary closed is closed by the next prune,
+    /// not held in CLOSE-WAIT until a forward comes (black-box finding
+    /// BK-8); one still open is kept.
+    #[tokio::test]
+    async fn kept_connections_their_primary_closed_are_pruned() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let primary = Upstream {
+            addr: listener.local_addr().unwrap(),
+            key: None,
+            tls: None,
+            source: None,
+        };
+        let kept = KeptConnections::default();
+        let (open, closed) = (
+            connect(&primary).await.unwrap(),
+            connect(&primary).await.unwrap(),
+        );
+        let (_open_end, _) = listener.accept().await.unwrap();
+        let (closed_end, _) = listener.accept().await.unwrap();
+        kept.give_back(&primary, open);
+        kept.give_back(&primary, closed);
+        drop(closed_end);
+        let count = |k: &KeptConnections| {
+            let by_route = k.by_route.lock().unwrap();
+            by_route.values().map(Vec::len).sum::<usize>()
+        };
+        let pruned = async {
+            loop {
+                kept.prune();
+                if count(&kept) < 2 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), pruned)
+            .await
+            .expect("pruned");
+        assert_eq!(count(&kept), 1, "the open one kept");
+    }
 
     /// A primary alone takes half of all the forwards; past its share it
     /// takes no more once half are taken, and past its sure part none
