@@ -868,6 +868,31 @@ fn a_primary_zone_turned_secondary_takes_its_primarys_zone_at_once() {
     );
 }
 
+/// The same, with the secondary's `file` the one the primary served
+/// (black-box finding BL-3): the operator's zone file there is no copy
+/// received from the primary, so it is not taken for one: the primary's
+/// zone (serial 1, below the file's 3) is transferred at once and served.
+#[test]
+fn a_primary_zone_turned_secondary_at_the_same_file_takes_its_primarys_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("heron.sock");
+    let upstream = heron_testkit::FakePrimary::start(&["f.test"], 1);
+    let port = heron_testkit::process::free_port();
+    let config = config_with(dir.path(), &socket, port, &["f.test"], &[]);
+    let server = ServerProcess::heron_on_port(&heron(), port, "f.test", &config).unwrap();
+    let addr = server.addr();
+    assert_eq!(heron_testkit::client::soa_serial(addr, "f.test"), Some(3));
+    let file = dir.path().join("f.test.zone").display().to_string();
+    let primaries = format!("file = \"{file}\"\nprimaries = [\"{}\"]\n", upstream.addr());
+    let config = config.replace(&format!("file = \"{file}\"\n"), &primaries);
+    std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
+    let (code, out, err) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("secondary zones added: f.test."), "{out}");
+    row_when(&socket, "f.test", |r| r["serial"] == 1);
+    assert_eq!(heron_testkit::client::soa_serial(addr, "f.test"), Some(1));
+}
+
 #[test]
 fn reconfigure_adds_and_removes_primary_and_secondary_zones_and_reports_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -62,6 +62,16 @@ pub fn load_kept<Z: Borrow<SecondaryZone>>(zones: &[Z]) -> Vec<Option<Zone>> {
     )
 }
 
+/// Whether the file at `path` is one Heron wrote and sealed (its second
+/// line is the seal's mark), not a zone file of the operator's.
+fn is_sealed(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(512);
+    let read = std::fs::File::open(path).and_then(|f| f.take(512).read_to_end(&mut head));
+    let second = head.split(|&b| b == b'\n').nth(1).unwrap_or_default();
+    read.is_ok() && second == heron_xfr::secondary::seal::SEALED_MARK.as_bytes()
+}
+
 /// [`load_kept`], saying what it read (`what`) and of a copy that fails
 /// that it is `unusable`.
 fn load_copies<Z: Borrow<SecondaryZone>>(
@@ -860,6 +870,12 @@ impl Running {
         for (zone, kept) in added.into_iter().zip(kept) {
             let path = zone.kept_path();
             let kept = kept.filter(|_| !deleted.iter().any(|d| **d == *path));
+            // A zone served already (turned from primary) whose file holds
+            // no seal of Heron's has its own zone file there, no copy
+            // received from these primaries (black-box finding BL-3: it
+            // was taken for one, and no transfer was asked).
+            let served = next.get(&zone.origin).is_some();
+            let kept = kept.filter(|_| !served || is_sealed(&path));
             let zone = Arc::new(zone);
             let start = kept
                 .map(Arc::new)
