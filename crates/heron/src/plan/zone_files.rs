@@ -353,6 +353,11 @@ impl Outcome {
             let n = self.still_failing;
             line.push_str(&format!(", {n} still failing (files unchanged)"));
         }
+        // Added zones are among those re-read; said apart, as removals
+        // are (black-box finding BL-4).
+        if !self.added.is_empty() {
+            line.push_str(&format!(", {} added", self.added.len()));
+        }
         if !self.removed.is_empty() {
             line.push_str(&format!(", {} removed", self.removed.len()));
         }
@@ -1469,6 +1474,9 @@ mod tests {
             line.ends_with("removed: z00000.test. z00001.test. z00002.test."),
             "{line}"
         );
+        // The counts say zones added too, as removed (black-box BL-4).
+        let summary = outcome.summary();
+        assert!(summary.ends_with(", 10000 added, 3 removed"), "{summary}");
     }
 
     fn zone_text(serial: u32, extra: &str) -> String {
