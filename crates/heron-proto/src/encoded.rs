@@ -1011,8 +1011,14 @@ impl<'a> AdditionalRef<'a> {
             let sigs_fit = copy_owned(w, sigs, sig_start, &mut sig_owners, (at, reachable));
             match fits.and(sigs_fit) {
                 Ok(()) => w.count_records(group.records + group.sigs),
-                Err(Full) if group.required => return Err(Full),
-                Err(Full) => w.rollback(mark),
+                Err(Full) => {
+                    // Its records without their signatures (or the reverse)
+                    // would be half a group: taken out either way.
+                    w.rollback(mark);
+                    if group.required {
+                        return Err(Full);
+                    }
+                }
             }
             (start, sig_start) = (end, sig_end);
         }
@@ -1059,16 +1065,26 @@ fn copy_spelled(
     at: &Written,
 ) -> Result<(), Full> {
     let end = start + bytes.len();
+    let mark = w.mark();
     let records: Vec<(u16, u16)> =
         std::iter::from_fn(|| owners.next_if(|o| (o.0 as usize) < end)).collect();
-    for (k, &(off, target)) in records.iter().enumerate() {
-        let next = records.get(k + 1).map_or(end, |r| r.0 as usize);
-        let target = at.first_bytes + target as usize;
-        let owner = spelled_owner(w.written_mut(0), target).ok_or(Full)?;
-        w.raw_bytes(&owner)?;
-        w.raw_bytes(&bytes[off as usize + 2 - start..next - start])?;
+    let mut copy = || -> Result<(), Full> {
+        for (k, &(off, target)) in records.iter().enumerate() {
+            let next = records.get(k + 1).map_or(end, |r| r.0 as usize);
+            let target = at.first_bytes + target as usize;
+            let owner = spelled_owner(w.written_mut(0), target).ok_or(Full)?;
+            w.raw_bytes(&owner)?;
+            w.raw_bytes(&bytes[off as usize + 2 - start..next - start])?;
+        }
+        Ok(())
+    };
+    // Whole or not at all: a record begun and cut off made the message
+    // unreadable (black-box finding BM-1).
+    let copied = copy();
+    if copied.is_err() {
+        w.rollback(mark);
     }
-    Ok(())
+    copied
 }
 
 /// The name at `pos` in `msg`, as an owner written later in the message:

@@ -325,6 +325,71 @@ fn a_delegation_with_more_glue_than_a_block_holds_still_loads() {
     assert!(m.header.has(flags::TC), "{} octets", raw.len());
 }
 
+/// Glue or additional addresses spelled out that do not all fit leave a
+/// whole message: a referral whose required glue does not fit even over
+/// TCP is truncated and parses; an MX answer past 16 KiB whose optional
+/// addresses do not all fit parses, without TC (black-box finding BM-1:
+/// records cut off half written made messages no tool could read).
+#[test]
+fn spelled_out_additional_records_that_do_not_fit_leave_a_whole_message() {
+    let mut text = zone_text();
+    let label = "x".repeat(50);
+    for i in 0..600 {
+        text.push_str(&format!(
+            "\nfar NS h{i}{label}.far\nh{i}{label}.far A 192.0.2.{}",
+            i % 250
+        ));
+        text.push_str(&format!("\nh{i}{label}.far AAAA 2001:db8::{i:x}"));
+    }
+    for i in 0..400 {
+        text.push_str(&format!(
+            "\nmx MX {i} m{i}{label}\nm{i}{label} A 198.51.100.{}",
+            i % 250
+        ));
+    }
+    let mut cat = Catalog::new();
+    cat.insert(load(&text));
+    let tcp = |name: &str, qtype: RType, do_bit: bool| {
+        let mut out = Vec::new();
+        let q = query(name, qtype, 1232, do_bit);
+        answer(&cat, &AnswerConfig::default(), &q, Transport::Tcp, &mut out);
+        out
+    };
+    for do_bit in [false, true] {
+        let out = tcp("www.far.example.test", RType::A, do_bit);
+        let m = Message::parse(&out).unwrap_or_else(|e| panic!("{e:?}: {} octets", out.len()));
+        assert!(m.header.has(flags::TC), "required glue did not fit: TC");
+        let out = tcp("mx.example.test", RType::MX, do_bit);
+        let m = Message::parse(&out).unwrap_or_else(|e| panic!("{e:?}: {} octets", out.len()));
+        assert!(!m.header.has(flags::TC), "optional: no TC");
+        assert_eq!(m.answers.len(), 400);
+    }
+}
+
+/// A change that would push a delegation's glue past what its block
+/// holds is refused, as one making an RRset too large (black-box finding
+/// BM-2: an UPDATE did it without a word, and referrals lost that glue).
+#[test]
+fn a_change_pushing_glue_past_what_a_block_holds_is_refused() {
+    let with = |names: usize, serial: u32| {
+        let mut text = zone_text().replace("hostmaster 1", &format!("hostmaster {serial}"));
+        for i in 0..names {
+            text.push_str(&format!(
+                "\nhuge NS n{i}.huge\nn{i}.huge A 192.0.2.{}",
+                i % 250
+            ));
+            text.push_str(&format!("\nn{i}.huge AAAA 2001:db8::{i:x}"));
+        }
+        load(&text)
+    };
+    let (before, after) = (with(800, 1), with(1100, 2));
+    let refused = before
+        .apply(&heron_zone::diff::diff(&before, &after))
+        .unwrap_err();
+    let said = |p: &heron_zone::Problem| p.message.contains("glue RRsets would not fit");
+    assert!(refused.iter().any(said), "{refused:?}");
+}
+
 /// A referral whose NS records pass the 16 KiB a compression pointer
 /// reaches still carries all its glue, the owners past there spelled out
 /// (black-box finding BK-2: it went with no glue at all, and no TC);

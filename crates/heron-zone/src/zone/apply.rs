@@ -636,6 +636,7 @@ impl<'z> Edit<'z> {
         }
         let addresses = |lower: &[u8], emit: Emit| self.addresses(lower, emit);
         let mut bytes = Vec::new();
+        let glue_left_out = std::cell::Cell::new(0);
         let written = write_node(
             &mut bytes,
             &parts,
@@ -644,13 +645,24 @@ impl<'z> Edit<'z> {
             self.apex,
             |set, encoded| match set.rtype {
                 RType::NS | RType::MX | RType::SRV => {
-                    additional_block(set, encoded, &owner, is_cut, &addresses)
+                    let block = additional_block(set, encoded, &owner, is_cut, &addresses);
+                    glue_left_out.set(glue_left_out.get() + block.required_left_out());
+                    block
                 }
                 _ => AdditionalBlock::default(),
             },
         );
         if let Err(set) = written {
             errors.push(format!("{owner} {}: {RRSET_TOO_LARGE}", set.rtype));
+        }
+        // A change that would leave referrals without part of their glue
+        // is refused, as one making an RRset too large (black-box finding
+        // BM-2: taken without a word).
+        if glue_left_out.get() > 0 {
+            let n = glue_left_out.get();
+            errors.push(format!(
+                "{owner} NS: {n} glue RRsets would not fit in what Heron keeps for a referral (64 KiB)"
+            ));
         }
         let ok = errors.is_empty();
         problems.extend(errors.into_iter().map(|message| Problem {
