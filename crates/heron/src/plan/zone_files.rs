@@ -850,7 +850,7 @@ impl ZoneFiles {
         } = pick;
         let mut outcome = Outcome::default();
         let mut todo = Vec::new();
-        for (i, entry) in self.entries.iter().enumerate() {
+        for (i, entry) in self.entries.iter_mut().enumerate() {
             if only.is_some_and(|only| !only.contains(&entry.spec.origin.to_lowercase())) {
                 continue;
             }
@@ -866,6 +866,10 @@ impl ZoneFiles {
                 .loaded
                 .is_some_and(|l| l.unchanged_at(file) || written_by_server(file));
             if !force && unchanged {
+                // Back as it was loaded (a file put back after it went
+                // missing): no longer failing (black-box finding BM-3: its
+                // error stayed, and its next loss was "still failing").
+                (entry.last_error, entry.failed_stamp) = (None, None);
                 outcome.unchanged += 1;
             } else {
                 todo.push(i);
@@ -1657,11 +1661,21 @@ mod tests {
         // A file gone fails the reload that finds it gone, and is still
         // failing at the next (black-box finding BL-2: every later
         // reload failed).
-        std::fs::remove_file(&b).unwrap();
+        let moved = dir.join("b.moved");
+        std::fs::rename(&b, &moved).unwrap();
         let (cat, out) = files.load_changed(&cat);
         assert_eq!((out.failed, out.still_failing), (1, 1));
-        let (_, out) = files.load_changed(&cat);
+        let (cat, out) = files.load_changed(&cat);
         assert_eq!((out.failed, out.still_failing), (0, 2));
+        // Put back as it was: no longer failing, and its next loss is a
+        // new failure (black-box finding BM-3).
+        std::fs::rename(&moved, &b).unwrap();
+        let (cat, out) = files.load_changed(&cat);
+        assert_eq!((out.failed, out.still_failing), (0, 1));
+        assert_eq!(files.last_error(&Name::parse("b.test").unwrap()), None);
+        std::fs::rename(&b, &moved).unwrap();
+        let (_, out) = files.load_changed(&cat);
+        assert_eq!((out.failed, out.still_failing), (1, 1));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
