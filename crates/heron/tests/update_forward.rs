@@ -240,7 +240,10 @@ fn forwards_past_the_bound_and_to_a_silent_primary_are_answered_servfail() {
     assert!(log.contains("no primary answered in time"), "{log}");
     // A line per update was a line for each of the updates: a few per reason
     // per 10 s now, the rest counted.
-    let lines = log.lines().filter(|l| l.contains("not forwarded")).count();
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("forwarding to its primary failed"))
+        .count();
     assert!(lines <= 10, "{lines} lines:\n{log}");
 }
 
@@ -557,12 +560,12 @@ fn forwarding_secondary(dir: &Path, primary: SocketAddr) -> (ServerProcess, UdpS
 /// A primary answering NOERROR to every UPDATE on a connection, for as
 /// long as the connection lasts; the count of connections that carried one.
 fn counting_primary() -> (SocketAddr, Arc<AtomicUsize>) {
-    primary_answering(false)
+    primary_answering(false, Duration::ZERO)
 }
 
 /// [`counting_primary`], sending before each answer a stray copy of it
-/// with another ID when `stray`.
-fn primary_answering(stray: bool) -> (SocketAddr, Arc<AtomicUsize>) {
+/// with another ID when `stray`, each answer `delay` after its UPDATE.
+fn primary_answering(stray: bool, delay: Duration) -> (SocketAddr, Arc<AtomicUsize>) {
     use std::io::{Read, Write};
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let (addr, count) = (
@@ -591,6 +594,7 @@ fn primary_answering(stray: bool) -> (SocketAddr, Arc<AtomicUsize>) {
                         counted.fetch_add(1, Ordering::SeqCst);
                     }
                     m[2] |= 0x80;
+                    std::thread::sleep(delay);
                     let mut framed = Vec::new();
                     if stray {
                         let mut copy = m.clone();
@@ -616,7 +620,8 @@ fn primary_answering(stray: bool) -> (SocketAddr, Arc<AtomicUsize>) {
 /// burst waits for the kept connections rather than opening more (BK-11).
 #[test]
 fn forwards_reuse_connections_to_the_primary_and_their_lines_are_limited() {
-    const UPDATES: u16 = 60;
+    const UPDATES: u16 = 100;
+    const ONE_BY_ONE: u16 = 20;
     let dir = dir("reuse");
     let (primary, connections) = counting_primary();
     let (secondary, client) = forwarding_secondary(&dir, primary);
@@ -629,7 +634,7 @@ fn forwards_reuse_connections_to_the_primary_and_their_lines_are_limited() {
             "{id}"
         );
     };
-    for id in 0..UPDATES / 2 {
+    for id in 0..ONE_BY_ONE {
         client
             .send(&update_message(id, &format!("r{id}.{ZONE}")))
             .unwrap();
@@ -640,17 +645,39 @@ fn forwards_reuse_connections_to_the_primary_and_their_lines_are_limited() {
         1,
         "one after another: one"
     );
-    for id in UPDATES / 2..UPDATES {
+    for id in ONE_BY_ONE..UPDATES {
         client
             .send(&update_message(id, &format!("r{id}.{ZONE}")))
             .unwrap();
     }
-    (UPDATES / 2..UPDATES).for_each(&mut answered);
+    (ONE_BY_ONE..UPDATES).for_each(&mut answered);
     let opened = connections.load(Ordering::SeqCst);
-    assert!(opened <= 8, "{opened} connections for a burst");
+    assert!(opened <= 32, "{opened} connections for a burst");
     let log = secondary.log();
     let lines = log.lines().filter(|l| l.contains("forwarded to")).count();
     assert!((1..=10).contains(&lines), "{lines} lines: {log}");
+}
+
+/// A burst of 100 forwards to a primary that answers each half a second
+/// later is all answered NOERROR within the forwards' 5 s (black-box
+/// finding BM-4: with 8 connections at most, a fifth of them waited past
+/// their deadline, SERVFAIL, though the primary made them).
+#[test]
+fn a_burst_to_a_slow_primary_is_answered_in_time() {
+    let dir = dir("slow");
+    let (primary, connections) = primary_answering(false, Duration::from_millis(500));
+    let (secondary, client) = forwarding_secondary(&dir, primary);
+    for id in 0..100u16 {
+        client
+            .send(&update_message(id, &format!("b{id}.{ZONE}")))
+            .unwrap();
+    }
+    let mut buf = [0u8; 1500];
+    for _ in 0..100 {
+        client.recv(&mut buf).expect("each update is answered");
+        assert_eq!(buf[3] & 0x0f, 0, "NOERROR: {}", secondary.log());
+    }
+    assert!(connections.load(Ordering::SeqCst) <= 32);
 }
 
 /// A primary's message with another ID than the forward's (a stray one)
@@ -659,7 +686,7 @@ fn forwards_reuse_connections_to_the_primary_and_their_lines_are_limited() {
 #[test]
 fn a_primarys_stray_message_is_passed_over() {
     let dir = dir("stray");
-    let (primary, _) = primary_answering(true);
+    let (primary, _) = primary_answering(true, Duration::ZERO);
     let (secondary, client) = forwarding_secondary(&dir, primary);
     let mut buf = [0u8; 1500];
     for id in 0..5u16 {

@@ -54,8 +54,11 @@ pub(crate) const PRIMARY_SURE: usize = 16;
 pub(crate) const PRIMARY_SHARE: usize = MAX_OUTSTANDING / 4;
 
 /// Connections to one primary kept for the next forward, and open at
-/// once, at most.
-pub(crate) const IDLE_PER_PRIMARY: usize = 8;
+/// once, at most. Forwards take turns on them, each waiting for its
+/// answer: 8 were too few for a primary half a second away (black-box
+/// finding BM-4: a burst of 100 waited past its deadline); the primary
+/// closes those it finds idle.
+pub(crate) const IDLE_PER_PRIMARY: usize = 32;
 
 /// The forwards in flight.
 pub(crate) struct Forwarder {
@@ -253,7 +256,11 @@ impl Forwarder {
                     relay_resigned(update, answer, primary, r, &xfr)
                 }
                 (Ok(None), _) => give_up(update, &xfr, "no primary answered"),
-                (Err(_), _) => give_up(update, &xfr, "no primary answered in time"),
+                (Err(_), _) => {
+                    // Perhaps sent, and made by the primary: said so.
+                    let why = "no primary answered in time; it may have been made";
+                    give_up(update, &xfr, why)
+                }
             }
         });
     }
@@ -506,7 +513,7 @@ fn give_up_as(update: Update, xfr: &Transfers, reason: usize, why: &str) {
     let key = update.request.key().map_or("-".into(), |k| k.to_string());
     if let Some(due) = GIVE_UP_LOG.admit(reason, heron_proto::time::unix_now()) {
         let more = due.tail();
-        tracing::warn!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: not forwarded to its primary ({why}): SERVFAIL{more}");
+        tracing::warn!(%zone, %peer, %key, "UPDATE of {zone} from {peer} key {key}: forwarding to its primary failed ({why}): SERVFAIL{more}");
     }
     xfr.zone_stats.update(zone, Rcode::SERVFAIL.0);
     update.answer_rcode(Rcode::SERVFAIL);
