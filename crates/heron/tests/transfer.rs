@@ -763,6 +763,20 @@ fn a_transfer_the_peer_abandons_is_logged() {
     let log = server.log();
     assert!(log.contains("not finished"), "{log}");
     assert!(log.contains(" messages made"), "{log}");
+    // Many broken off write a few lines, the rest counted (black-box
+    // finding BN-3: a line each).
+    for _ in 0..15 {
+        let mut client = std::net::TcpStream::connect(server.addr()).unwrap();
+        client.write_all(&framed_axfr()).unwrap();
+        client.read_exact(&mut first).unwrap();
+    }
+    let said = |s: &ServerProcess| s.log().matches("not finished").count();
+    let settled = heron_testkit::eventually_within(std::time::Duration::from_secs(10), || {
+        server.log().contains("AXFR of xfr.test.") && said(&server) >= 10
+    });
+    assert!(settled, "{}", server.log());
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(said(&server) <= 10, "{}", server.log());
 }
 
 /// A secondary on a slow link reads an AXFR slowly but steadily: it gets
