@@ -23,6 +23,16 @@ pub(super) struct Position {
     pub(super) at: u32,
 }
 
+/// The order of the zone at `address` a walk of it holds now, if any;
+/// the orders no walk holds are let go.
+fn shared_order(
+    orders: &mut Vec<(usize, Weak<[Position]>)>,
+    address: usize,
+) -> Option<Arc<[Position]>> {
+    orders.retain(|(_, order)| order.strong_count() > 0);
+    (orders.iter()).find_map(|(at, order)| (*at == address).then(|| order.upgrade())?)
+}
+
 /// The nodes of a zone, apex first, the rest in canonical order. Holds 16
 /// bytes per node while it lives.
 pub struct CanonicalNodes<'z> {
@@ -44,16 +54,22 @@ impl Zone {
     /// most comparisons settled by a prefix of the label below the apex.
     pub fn nodes_in_canonical_order(&self) -> CanonicalNodes<'_> {
         let address = self as *const Zone as usize;
-        let mut orders = ORDERS.lock().unwrap_or_else(|e| e.into_inner());
-        orders.retain(|(_, order)| order.strong_count() > 0);
-        let shared =
-            (orders.iter()).find_map(|(at, order)| (*at == address).then(|| order.upgrade()));
-        let order = match shared.flatten() {
+        let lock = || ORDERS.lock().unwrap_or_else(|e| e.into_inner());
+        // Its own statement: the guard goes before the match below.
+        let found = shared_order(&mut lock(), address);
+        let order = match found {
             Some(order) => order,
             None => {
-                let order: Arc<[Position]> = self.canonical_positions().into();
-                orders.push((address, Arc::downgrade(&order)));
-                order
+                // Sorted without the lock: other zones' walks do not wait.
+                let sorted: Arc<[Position]> = self.canonical_positions().into();
+                let mut orders = lock();
+                match shared_order(&mut orders, address) {
+                    Some(theirs) => theirs,
+                    None => {
+                        orders.push((address, Arc::downgrade(&sorted)));
+                        sorted
+                    }
+                }
             }
         };
         CanonicalNodes {
