@@ -95,8 +95,11 @@ fn append_with(
     // the NSID, as BIND and Knot do (regression hunt AX-7: TC for an
     // answer that fit; black-box finding BI-4: TC for a referral whose
     // additional addresses were none of them glue).
+    // Read (a parse of the answer) only when the NSID may not fit.
     let needed = OPTION_HEADER_LEN + p.nsid.as_ref().map_or(0, |id| id.len());
-    let required = match needed > OPTION_HEADER_LEN && req.transport == Transport::Udp {
+    let asks_nsid = edns.options.nsid && p.nsid.is_some() && req.transport == Transport::Udp;
+    let tight = out.len() + OPT_LEN + needed > limit.saturating_sub(reserve);
+    let required = match asks_nsid && tight {
         true => required_additional(out),
         false => None,
     };

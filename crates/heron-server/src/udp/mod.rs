@@ -143,8 +143,9 @@ struct Worker {
 }
 
 // A batch is answered with its memory loads overlapped
-// (`heron_zone::lookahead`), so it must fit the answerer.
-const _: () = assert!(batch::DEFAULT_BATCH <= MAX_BATCH);
+// (`heron_zone::lookahead`), so it must fit the answerer (and the bits of
+// `Received::unanswered`).
+const _: () = assert!(batch::DEFAULT_BATCH <= MAX_BATCH && MAX_BATCH <= 64);
 
 impl Handler for Worker {
     fn handle_batch(&mut self, batch: &mut batch::Batch, received: usize) {
@@ -156,9 +157,12 @@ impl Handler for Worker {
         let mut slots = Default::default();
         let queries = (0..received).map(|i| batch.query(i));
         let prepared = self.answerer.prepare(catalog, queries, &mut slots);
+        // Read once here: the layers ask for a datagram up to twice.
+        let mut unanswered = 0u64;
         for i in 0..received {
             if let Some(why) = never_answered(&batch.datagram(i).1) {
                 self.cells.dropped(why);
+                unanswered |= 1 << i;
                 continue;
             }
             let qtype = prepared.parsed(i).map(|q| q.qtype.0);
@@ -166,7 +170,11 @@ impl Handler for Worker {
         }
         let limiter = self.limiter.as_mut();
         let (pending, events) = (&mut self.pending, &mut self.events);
-        let mut datagrams = Received { batch, received };
+        let mut datagrams = Received {
+            batch,
+            received,
+            unanswered,
+        };
         layers.answer_batch(&prepared, &mut datagrams, limiter, pending, events);
         batch.replies().for_each(|r| self.cells.response(r));
     }
@@ -203,6 +211,8 @@ fn never_answered(peer: &heron_sys::udp::Peer) -> Option<Dropped> {
 struct Received<'b> {
     batch: &'b mut batch::Batch,
     received: usize,
+    /// Bit `i`: the `i`th datagram is never answered ([`never_answered`]).
+    unanswered: u64,
 }
 
 impl Datagrams for Received<'_> {
@@ -218,15 +228,14 @@ impl Datagrams for Received<'_> {
 
     #[inline(always)]
     fn datagram(&mut self, i: usize) -> Option<(&[u8], Self::Peer<'_>, &mut Vec<u8>)> {
-        let (query, peer, response) = self.batch.datagram(i);
         // No client sends from port 0: the source is forged, no reply can
         // reach it, and the kernel's refusal of one sent there must not be
         // taken for a path limit; nor from a service that answers anything
         // (a loop). As the XDP path's parse, dropped (counted above).
-        match never_answered(&peer) {
-            Some(_) => None,
-            None => Some((query, peer, response)),
+        if self.unanswered & (1 << i) != 0 {
+            return None;
         }
+        Some(self.batch.datagram(i))
     }
 
     #[inline(always)]
