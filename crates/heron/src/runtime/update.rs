@@ -733,11 +733,26 @@ fn write_editable(zone: &Zone, file: &std::path::Path, signed_here: bool) -> std
     // One writer of a file at a time: a freeze and a write-back due at
     // once shared `FILE.tmp`, and one's rename found it gone (black-box
     // finding BL-1: the freeze failed, "No such file or directory").
-    let lock = (WRITING.lock().unwrap_or_else(|e| e.into_inner()))
-        .entry(file.to_path_buf())
-        .or_default()
-        .clone();
-    let _writing = lock.lock().unwrap_or_else(|e| e.into_inner());
+    let writing = || WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    let lock = writing().entry(file.to_path_buf()).or_default().clone();
+    let written = {
+        let _turn = lock.lock().unwrap_or_else(|e| e.into_inner());
+        write_editable_now(zone, file, signed_here)
+    };
+    // The lock goes with its last writer: one a zone, not one a zone ever.
+    let mut locks = writing();
+    if Arc::strong_count(&lock) == 2 {
+        locks.remove(file);
+    }
+    written
+}
+
+/// [`write_editable`], its turn taken.
+fn write_editable_now(
+    zone: &Zone,
+    file: &std::path::Path,
+    signed_here: bool,
+) -> std::io::Result<()> {
     match signed_here {
         true => write_unsigned_zone_file(zone, file, heron_xfr::update::is_dnssec_type),
         false => write_plain_zone_file(zone, file),
@@ -2197,6 +2212,8 @@ mod tests {
         });
         let written = std::fs::read_to_string(&file).unwrap();
         assert!(heron_zone::load_zone_str(&written, "w.zone", &origin).is_ok());
+        // The file's lock went with its last writer.
+        assert!(!WRITING.lock().unwrap().contains_key(&file));
     }
 
     /// A batch waits for the clients just answered, and no longer.
