@@ -697,12 +697,6 @@ impl<'a> EncodedRef<'a> {
     pub fn name_position(&self, k: usize, offset: usize) -> usize {
         self.starts().nth(k).expect("record k exists") + offset
     }
-
-    /// Where the last octet of the RRset landed, given where it was
-    /// written: every name in it starts at or before.
-    fn last_position(&self, written: &Written) -> usize {
-        written.first_bytes + self.bytes.len().saturating_sub(1)
-    }
 }
 
 /// The additional-section records that go with an NS, MX or SRV RRset: the
@@ -1027,18 +1021,13 @@ impl<'a> AdditionalRef<'a> {
 
     /// Whether every owner pointer can reach its target when the parent
     /// was written at `at` (pointers reach only the first 16 KiB).
-    pub fn reachable(&self, parent: &EncodedRef, at: &Written) -> bool {
-        parent.last_position(at) <= MAX_POINTER
-    }
-
-    /// [`AdditionalRef::reachable`] from the block's own owners.
     fn reaches(&self, at: &Written) -> bool {
         owners_of(self.owners).all(|(_, target)| at.first_bytes + target as usize <= MAX_POINTER)
     }
 }
 
 /// [`copy_patched`], or, when some owner's target lies past where a
-/// pointer reaches (`reachable` false: a parent RRset past 16 KiB, a
+/// pointer reaches (`reachable` false, see `AdditionalRef::reaches`: a parent RRset past 16 KiB, a
 /// delegation to hundreds of name servers), [`copy_spelled`].
 fn copy_owned(
     w: &mut Writer,
@@ -1442,7 +1431,7 @@ mod tests {
         w.section(crate::writer::Section::Authority);
         let cut_pos = (12 + q.len() - wire("sub.example.test").len()) as u16;
         let written = ns.write(&mut w, Owner::At(cut_pos), apex_pos).unwrap();
-        assert!(block.reachable(&ns.view(), &written));
+        assert!(block.reaches(&written));
         w.section(crate::writer::Section::Additional);
         let result = block.write(&mut w, &written);
         let len = w.finish(1, 0x8000, 1);

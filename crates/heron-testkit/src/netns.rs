@@ -140,6 +140,12 @@ impl VethNamespace {
         ip(&args)
     }
 
+    /// Sets the MTU of the root side's interface, as an operator would
+    /// while the server runs.
+    pub fn outside_mtu(&self, mtu: u32) -> Result<(), String> {
+        ip(&["link", "set", "dev", &self.outside, "mtu", &mtu.to_string()])
+    }
+
     /// The name of the pair's end inside the namespace.
     pub fn inside(&self) -> String {
         format!("{}i", self.outside)

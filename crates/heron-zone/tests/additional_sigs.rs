@@ -296,19 +296,35 @@ fn a_referral_carries_all_its_required_glue_or_truncates() {
     assert_eq!(glue(&m.unwrap(), RType::A), 16, "optional: 16 names");
 }
 
+/// `names` name servers of the delegation `cut` below it, `n{i}` and
+/// `label` (then `.cut`), each with an A and an AAAA record: zone text.
+fn delegation(cut: &str, names: usize, label: &str) -> String {
+    let mut text = String::new();
+    for i in 0..names {
+        let ns = format!("n{i}{label}.{cut}");
+        let v4 = i % 250;
+        text.push_str(&format!(
+            "\n{cut} NS {ns}\n{ns} A 192.0.2.{v4}\n{ns} AAAA 2001:db8::{i:x}"
+        ));
+    }
+    text
+}
+
+/// The answer to `name` `qtype` over TCP (DO as given).
+fn ask_tcp(cat: &Catalog, name: &str, qtype: RType, do_bit: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    let q = query(name, qtype, 1232, do_bit);
+    let how = answer(cat, &AnswerConfig::default(), &q, Transport::Tcp, &mut out);
+    assert_eq!(how, Answered::Response);
+    out
+}
+
 /// A delegation to thousands of name servers below its cut, each with an
 /// A and an AAAA: more glue than one stored block holds. The zone loads,
 /// its block holding what fits.
 #[test]
 fn a_delegation_with_more_glue_than_a_block_holds_still_loads() {
-    let mut text = zone_text();
-    for i in 0..2000 {
-        text.push_str(&format!(
-            "\nhuge NS n{i}.huge\nn{i}.huge A 192.0.2.{}",
-            i % 250
-        ));
-        text.push_str(&format!("\nn{i}.huge AAAA 2001:db8::{i:x}"));
-    }
+    let text = zone_text() + &delegation("huge", 2000, "");
     let origin = Name::parse("example.test").unwrap();
     let loaded = load_zone_str(&text, "huge.zone", &origin).unwrap_or_else(|p| panic!("{p:?}"));
     // What does not fit is said at load (black-box finding BK-2).
@@ -332,15 +348,8 @@ fn a_delegation_with_more_glue_than_a_block_holds_still_loads() {
 /// records cut off half written made messages no tool could read).
 #[test]
 fn spelled_out_additional_records_that_do_not_fit_leave_a_whole_message() {
-    let mut text = zone_text();
     let label = "x".repeat(50);
-    for i in 0..600 {
-        text.push_str(&format!(
-            "\nfar NS h{i}{label}.far\nh{i}{label}.far A 192.0.2.{}",
-            i % 250
-        ));
-        text.push_str(&format!("\nh{i}{label}.far AAAA 2001:db8::{i:x}"));
-    }
+    let mut text = zone_text() + &delegation("far", 600, &label);
     for i in 0..400 {
         text.push_str(&format!(
             "\nmx MX {i} m{i}{label}\nm{i}{label} A 198.51.100.{}",
@@ -349,17 +358,11 @@ fn spelled_out_additional_records_that_do_not_fit_leave_a_whole_message() {
     }
     let mut cat = Catalog::new();
     cat.insert(load(&text));
-    let tcp = |name: &str, qtype: RType, do_bit: bool| {
-        let mut out = Vec::new();
-        let q = query(name, qtype, 1232, do_bit);
-        answer(&cat, &AnswerConfig::default(), &q, Transport::Tcp, &mut out);
-        out
-    };
     for do_bit in [false, true] {
-        let out = tcp("www.far.example.test", RType::A, do_bit);
+        let out = ask_tcp(&cat, "www.far.example.test", RType::A, do_bit);
         let m = Message::parse(&out).unwrap_or_else(|e| panic!("{e:?}: {} octets", out.len()));
         assert!(m.header.has(flags::TC), "required glue did not fit: TC");
-        let out = tcp("mx.example.test", RType::MX, do_bit);
+        let out = ask_tcp(&cat, "mx.example.test", RType::MX, do_bit);
         let m = Message::parse(&out).unwrap_or_else(|e| panic!("{e:?}: {} octets", out.len()));
         assert!(!m.header.has(flags::TC), "optional: no TC");
         assert_eq!(m.answers.len(), 400);
@@ -372,15 +375,8 @@ fn spelled_out_additional_records_that_do_not_fit_leave_a_whole_message() {
 #[test]
 fn a_change_pushing_glue_past_what_a_block_holds_is_refused() {
     let with = |names: usize, serial: u32| {
-        let mut text = zone_text().replace("hostmaster 1", &format!("hostmaster {serial}"));
-        for i in 0..names {
-            text.push_str(&format!(
-                "\nhuge NS n{i}.huge\nn{i}.huge A 192.0.2.{}",
-                i % 250
-            ));
-            text.push_str(&format!("\nn{i}.huge AAAA 2001:db8::{i:x}"));
-        }
-        load(&text)
+        let text = zone_text().replace("hostmaster 1", &format!("hostmaster {serial}"));
+        load(&(text + &delegation("huge", names, "")))
     };
     let (before, after) = (with(800, 1), with(1100, 2));
     let refused = before
@@ -396,22 +392,11 @@ fn a_change_pushing_glue_past_what_a_block_holds_is_refused() {
 /// every glue record's owner is one of the name servers.
 #[test]
 fn glue_past_where_pointers_reach_is_written_with_its_owner_spelled_out() {
-    let mut text = zone_text();
-    let label = "x".repeat(50);
-    for i in 0..300 {
-        text.push_str(&format!(
-            "\nfar NS h{i}{label}.far\nh{i}{label}.far A 192.0.2.{}",
-            i % 250
-        ));
-        text.push_str(&format!("\nh{i}{label}.far AAAA 2001:db8::{i:x}"));
-    }
+    let text = zone_text() + &delegation("far", 300, &"x".repeat(50));
     let mut cat = Catalog::new();
     cat.insert(load(&text));
     for do_bit in [false, true] {
-        let q = query("www.far.example.test", RType::A, 1232, do_bit);
-        let mut out = Vec::new();
-        let how = answer(&cat, &AnswerConfig::default(), &q, Transport::Tcp, &mut out);
-        assert_eq!(how, Answered::Response);
+        let out = ask_tcp(&cat, "www.far.example.test", RType::A, do_bit);
         let m = Message::parse(&out).unwrap();
         assert!(!m.header.has(flags::TC), "{} octets", out.len());
         assert!(

@@ -617,26 +617,15 @@ fn an_mtu_lowered_while_serving_is_warned_of() {
     }
     let net = VethNamespace::new("m").unwrap();
     let server = start_over_xdp(&net, "");
-    let set_mtu = |mtu: &str| {
-        let out = Command::new("ip")
-            .args(["link", "set", "dev", &net.outside, "mtu", mtu])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
     let limit = std::time::Duration::from_secs(10);
-    set_mtu("1280");
+    net.outside_mtu(1280).unwrap();
     let warned = || server.log().contains("its MTU is 1280 now, below the 1500");
     assert!(
         heron_testkit::eventually_within(limit, warned),
         "{}",
         server.log()
     );
-    set_mtu("1500");
+    net.outside_mtu(1500).unwrap();
     let again = || server.log().contains("its MTU is 1500 again");
     assert!(
         heron_testkit::eventually_within(limit, again),
