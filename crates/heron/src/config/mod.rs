@@ -132,8 +132,8 @@ pub struct ConfigFile {
     /// Catalog zones to consume (RFC 9432).
     #[serde(default, rename = "catalog")]
     pub catalogs: Vec<CatalogEntry>,
-    #[serde(default)]
-    pub xdp: XdpSection,
+    /// `None` without an `[xdp]` section: one with no `listen` is warned of.
+    pub xdp: Option<XdpSection>,
     /// Source addresses of outgoing transfers, SOA queries and NOTIFYs.
     #[serde(default)]
     pub xfr: sources::XfrSection,
@@ -910,6 +910,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     let control = file.server.control.as_ref().map(|p| base.join(p));
     problems.extend(control.as_deref().and_then(control_path_problem));
     warnings.extend(control.as_deref().and_then(control_folder_missing));
+    warnings.extend(xdp_without_listen(&file, path));
     // A reload replaces the processor's query ACLs.
     live.add_hashed("zones' allow-query", &query_acl_lines(&query_acls));
     let shield = server_shield(&file.server, &keys, query_acls).unwrap_or_else(|e| {
@@ -1240,8 +1241,22 @@ fn listen_conflicts(
     problems
 }
 
+/// An `[xdp]` section naming no interface is almost surely a mistake: the
+/// section is there and AF_XDP is off (black-box findings BJ-8, BK-4).
+fn xdp_without_listen(file: &ConfigFile, path: &Path) -> Option<String> {
+    file.xdp.as_ref().filter(|x| x.listen.is_empty()).map(|_| {
+        format!(
+            "{}: [xdp] has no listen entry, so AF_XDP is off (UDP is served on sockets only)",
+            path.display()
+        )
+    })
+}
+
 fn read_sections(file: &ConfigFile, base: &Path, problems: &mut Problems) -> Sections {
-    let xdp = problems.or(file.xdp.config(), None);
+    let xdp = match &file.xdp {
+        Some(section) => problems.or(section.config(), None),
+        None => None,
+    };
     let rrl = problems.or(
         file.rrl.as_ref().map(RrlSection::settings).transpose(),
         None,
@@ -1520,7 +1535,9 @@ impl RestartOnly {
         parts.add("[tcp]", &file.tcp);
         // The certificate and key are read again at each reload.
         parts.add("[tls] listen", &file.tls.listen);
-        parts.add("[xdp]", &file.xdp);
+        // An `[xdp]` with no entry is no XDP, as no section.
+        let xdp = file.xdp.as_ref().filter(|x| !x.listen.is_empty());
+        parts.add("[xdp]", &xdp);
         parts.add("[rrl]", &file.rrl);
         parts.add("[cookies]", &file.cookies);
         parts.add("[metrics]", &file.metrics);
@@ -3118,7 +3135,22 @@ udp-coalesce-us = 1001
     #[test]
     fn xdp_listens_on_interface_and_port_in_the_mode_asked() {
         assert!(parse("").unwrap().server.xdp.is_none());
-        assert!(parse("[xdp]\nlisten = []\n").unwrap().server.xdp.is_none());
+        let empty = parse("[xdp]\nlisten = []\n").unwrap();
+        assert!(empty.server.xdp.is_none());
+        let warned = |w: &String| {
+            w.ends_with(
+                "[xdp] has no listen entry, so AF_XDP is off (UDP is served on sockets only)",
+            )
+        };
+        assert!(empty.warnings.iter().any(warned), "{:?}", empty.warnings);
+        assert!(
+            parse("[xdp]\nmode = \"native\"\n")
+                .unwrap()
+                .warnings
+                .iter()
+                .any(warned)
+        );
+        assert!(!parse("").unwrap().warnings.iter().any(warned));
         let twice = parse("[xdp]\nlisten = [\"eth0@53\", \"eth0@053\"]\n").unwrap_err();
         let said = |e: &String| e.ends_with("[xdp] listen: eth0@53 is listed twice");
         assert!(twice.iter().any(said), "{twice:?}");

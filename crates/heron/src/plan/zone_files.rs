@@ -1420,7 +1420,7 @@ fn edited_message(served: &Zone, file: &Zone) -> Option<String> {
     // way is the flush (regression hunt AO-7: only freeze was named).
     let origin = served.origin();
     edited.then(|| format!(
-        "zone {origin}: the zone file differs from the updated zone served; it is signed and its file lacks updates, so its file is read only after `heron ctl freeze` (edit, then `heron ctl thaw`), or, if it no longer takes updates (allow-update removed under zonefile-sync = \"never\"), once they are in it (heron ctl flush {origin}, then heron ctl reconfigure, then edit it again); the zone served stays"
+        "zone {origin}: the zone file differs from the zone served, which is signed and takes dynamic updates (or holds updates its file lacks), so its file is read only after `heron ctl freeze` (edit, then `heron ctl thaw`), or, if it no longer takes updates (allow-update removed under zonefile-sync = \"never\"), once they are in it (heron ctl flush {origin}, then heron ctl reconfigure, then edit it again); the zone served stays"
     ))
 }
 
