@@ -37,6 +37,11 @@ pub trait PeerAddress {
     fn address(&self) -> Option<SocketAddr>;
     /// The address alone, which may cost less than [`Self::address`].
     fn ip(&self) -> Option<IpAddr>;
+    /// The address it was sent to, when the socket says it (bound to a
+    /// wildcard): what a later answer leaves from.
+    fn destination(&self) -> heron_sys::udp::Destination {
+        heron_sys::udp::Destination::Unknown
+    }
 }
 
 impl PeerAddress for SocketAddr {
@@ -57,6 +62,9 @@ impl PeerAddress for heron_sys::udp::Peer<'_> {
     #[inline]
     fn ip(&self) -> Option<IpAddr> {
         heron_sys::udp::Peer::ip(self)
+    }
+    fn destination(&self) -> heron_sys::udp::Destination {
+        heron_sys::udp::Peer::destination(self)
     }
 }
 
@@ -252,7 +260,8 @@ impl<'a> Layers<'a> {
                 if !q.has_question() {
                     return self.question_less(q, query, peer.address(), response);
                 }
-                Pending::done(self.deferred(q, query, peer.address(), response, events))
+                let (address, to) = (peer.address(), peer.destination());
+                Pending::done(self.deferred(q, query, (address, to), response, events))
             }
             Plain::Answered {
                 send,
@@ -362,7 +371,7 @@ impl<'a> Layers<'a> {
         &self,
         q: &Query,
         query: &[u8],
-        address: Option<SocketAddr>,
+        (address, to): (Option<SocketAddr>, heron_sys::udp::Destination),
         response: &mut Vec<u8>,
         events: &mut Vec<Event>,
     ) -> bool {
@@ -382,7 +391,7 @@ impl<'a> Layers<'a> {
         let outcome = match outcome {
             Outcome::Update(request) => match self.reply_socket {
                 Some(socket) => {
-                    let reply = Reply::Datagram(socket.clone());
+                    let reply = Reply::Datagram(socket.clone(), to);
                     self.service.submit_update(request, reply);
                     return false;
                 }

@@ -19,8 +19,9 @@ pub const QUEUE_LEN: usize = 1024;
 /// How the answer goes back.
 #[derive(Debug)]
 pub enum Reply {
-    /// Sent from the socket the request came to.
-    Datagram(Arc<UdpSocket>),
+    /// Sent from the socket the request came to, from the address it
+    /// was sent to when that socket is bound to a wildcard.
+    Datagram(Arc<UdpSocket>, heron_sys::udp::Destination),
     /// Written by the connection, which awaits it.
     Stream(oneshot::Sender<Vec<u8>>),
 }
@@ -39,7 +40,7 @@ impl Update {
 
     /// Whether the answer goes back in a datagram (UDP).
     pub fn is_datagram(&self) -> bool {
-        matches!(self.reply, Reply::Datagram(_))
+        matches!(self.reply, Reply::Datagram(..))
     }
 
     /// Sends `response` to the client (a client gone is no error), and
@@ -48,8 +49,9 @@ impl Update {
         self.request.log_answer(&response);
         self.request.keep_answer(&response);
         match self.reply {
-            Reply::Datagram(socket) => {
-                if let Err(e) = socket.send_to(&response, self.request.peer) {
+            Reply::Datagram(socket, from) => {
+                let to = self.request.peer;
+                if let Err(e) = heron_sys::udp::send_one(&*socket, &response, to, from) {
                     tracing::debug!("update answer to {}: {e}", self.request.peer);
                 }
             }

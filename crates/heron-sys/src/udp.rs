@@ -8,14 +8,15 @@
 //! one [`Sender::load`]. In a steady state neither allocates.
 //!
 //! The invariants that make the system calls sound:
-//! * every receive `iovec` (a slot, and its spill area when it has one)
-//!   and `msg_name` points into a heap buffer the
+//! * every receive `iovec` (a slot, and its spill area when it has one),
+//!   `msg_name` and `msg_control` points into a heap buffer the
 //!   [`Receiver`] owns, allocated once and never resized, so moving the
 //!   `Receiver` does not move what the pointers point to; no `&mut` to
 //!   those buffers is made after the pointers are taken;
 //! * before each `recvmmsg` every `msg_namelen` is reset, so the kernel
 //!   writes at most `iov_len` bytes per buffer and at most a
-//!   `sockaddr_storage` of address;
+//!   `sockaddr_storage` of address; so is `msg_controllen` (to the
+//!   slot's control room, or 0 with none);
 //! * send headers, iovecs and control messages are rebuilt by every
 //!   [`Sender::load`] and used only through the [`Loaded`] it returns,
 //!   which borrows the messages and peers they point to; the headers are
@@ -28,6 +29,11 @@ use std::mem;
 use std::net::{IpAddr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsFd, AsRawFd};
 use std::ptr;
+
+mod control;
+
+use control::{CONTROL_SPACE, ControlBuffer, SendControl};
+pub use control::{Destination, receive_destinations};
 
 /// Room for any peer address.
 const ADDRESS_LEN: libc::socklen_t = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
@@ -43,14 +49,24 @@ pub enum Wait {
     Never,
 }
 
-/// A peer's address as the kernel wrote it, borrowed from a [`Receiver`].
+/// A peer's address as the kernel wrote it, borrowed from a [`Receiver`],
+/// and the address it sent to when the receiver keeps that.
 #[derive(Clone, Copy)]
 pub struct Peer<'a> {
     storage: &'a libc::sockaddr_storage,
     len: libc::socklen_t,
+    /// The address the datagram came to: what a reply leaves from.
+    destination: &'a Destination,
 }
 
 impl Peer<'_> {
+    /// The address the datagram was sent to, when the receiver keeps it
+    /// ([`Receiver::keep_destinations`]).
+    #[inline]
+    pub fn destination(&self) -> Destination {
+        *self.destination
+    }
+
     /// The address without its port, or None for a family other than
     /// IPv4 and IPv6: what a per-query check of the client (rate
     /// limiting) needs, without building a [`SocketAddr`] (flow label,
@@ -166,6 +182,11 @@ pub struct Receiver {
     peer_lens: Vec<libc::socklen_t>,
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
+    /// Each slot's control messages, written by the kernel only; empty
+    /// unless [`Receiver::keep_destinations`].
+    controls: Vec<ControlBuffer>,
+    /// The address each datagram of the last receive was sent to.
+    destinations: Vec<Destination>,
 }
 
 impl Receiver {
@@ -197,6 +218,8 @@ impl Receiver {
             peer_lens: vec![0; capacity],
             iovecs: Vec::with_capacity(capacity),
             headers: Vec::with_capacity(capacity),
+            controls: Vec::new(),
+            destinations: Vec::new(),
         };
         // One header per slot, pointing at its buffer and its address.
         // Built once: those buffers are never reallocated.
@@ -233,22 +256,46 @@ impl Receiver {
         self.capacity
     }
 
+    /// Keeps the address each datagram was sent to
+    /// ([`Peer::destination`]), as the kernel says it on a socket that
+    /// asked ([`receive_destinations`]): a socket bound to a wildcard
+    /// address answers from it.
+    pub fn keep_destinations(&mut self) {
+        if !self.controls.is_empty() {
+            return;
+        }
+        self.controls = vec![ControlBuffer::EMPTY; self.capacity];
+        self.destinations = vec![Destination::Unknown; self.capacity];
+        // Pointed at once: `controls` is never resized again.
+        let controls = self.controls.as_mut_ptr();
+        for (i, header) in self.headers.iter_mut().enumerate() {
+            header.msg_hdr.msg_control = controls.wrapping_add(i).cast();
+            header.msg_hdr.msg_controllen = CONTROL_SPACE;
+        }
+    }
+
     /// Receives up to the capacity of datagrams from `socket`. With
     /// [`Wait::Blocking`] it waits for the first (up to the socket's read
     /// timeout) and takes whatever else is queued. Returns how many came.
     #[inline]
     pub fn receive(&mut self, socket: impl AsFd, wait: Wait) -> io::Result<usize> {
+        let control_len = if self.controls.is_empty() {
+            0
+        } else {
+            CONTROL_SPACE
+        };
         for header in &mut self.headers {
             header.msg_hdr.msg_namelen = ADDRESS_LEN;
+            header.msg_hdr.msg_controllen = control_len;
         }
         let flags = match wait {
             Wait::Blocking => libc::MSG_WAITFORONE,
             Wait::Never => libc::MSG_DONTWAIT,
         };
         // SAFETY: `headers` holds `capacity` initialised mmsghdr values
-        // whose iovecs and address buffers point into buffers `self` owns
-        // (see the module invariants), at most `iov_len` and
-        // `msg_namelen` bytes each; a null timeout leaves the wait to the
+        // whose iovecs, address and control buffers point into buffers
+        // `self` owns (see the module invariants), at most `iov_len`,
+        // `msg_namelen` and `msg_controllen` bytes each; a null timeout leaves the wait to the
         // flags and the socket.
         let n = unsafe {
             libc::recvmmsg(
@@ -268,6 +315,9 @@ impl Receiver {
             self.lens[i] = header.msg_len as usize;
             self.truncated[i] = header.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
             self.peer_lens[i] = header.msg_hdr.msg_namelen;
+            if let Some(control) = self.controls.get(i) {
+                self.destinations[i] = control.destination(header.msg_hdr.msg_controllen);
+            }
             if self.lens[i] > self.size {
                 self.join(i);
             }
@@ -309,6 +359,7 @@ impl Receiver {
         Peer {
             storage: &self.peers[i],
             len: self.peer_lens[i],
+            destination: self.destinations.get(i).unwrap_or(&Destination::Unknown),
         }
     }
 }
@@ -320,29 +371,6 @@ pub const MAX_SEGMENTS: usize = 64;
 /// IPv4 (65,535 less the IPv4 and UDP headers), which IPv6 allows too.
 pub const MAX_SEGMENTED_BYTES: usize = 65_507;
 
-/// The control message that asks the kernel to cut a message into
-/// datagrams of `size` bytes (`UDP_SEGMENT`, generic segmentation offload):
-/// laid out as `CMSG_SPACE(sizeof(u16))`, the value at `CMSG_DATA`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct SegmentControl {
-    header: libc::cmsghdr,
-    size: u16,
-}
-
-impl SegmentControl {
-    fn new(size: u16) -> SegmentControl {
-        // SAFETY: cmsghdr is a plain C struct for which all zeroes is
-        // valid; its fields are set below.
-        let mut header: libc::cmsghdr = unsafe { mem::zeroed() };
-        header.cmsg_level = libc::SOL_UDP;
-        header.cmsg_type = libc::UDP_SEGMENT;
-        // CMSG_LEN(sizeof(u16)): the aligned header and the value.
-        header.cmsg_len = mem::offset_of!(SegmentControl, size) + mem::size_of::<u16>();
-        SegmentControl { header, size }
-    }
-}
-
 /// One message of a loaded batch: datagrams `first..first + count` of the
 /// load, sent as one when `count > 1`.
 #[derive(Clone, Copy)]
@@ -353,6 +381,8 @@ struct Message {
     /// exactly this size, the last at most.
     segment: usize,
     bytes: usize,
+    /// The address its datagrams leave from, when not the socket's.
+    from: Destination,
 }
 
 /// Reusable headers for sending a batch of datagrams in one system call.
@@ -360,8 +390,9 @@ pub struct Sender {
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
     messages: Vec<Message>,
-    /// One per message of more than one datagram, in message order.
-    controls: Vec<SegmentControl>,
+    /// One per message of more than one datagram or with a source
+    /// address of its own, in message order.
+    controls: Vec<SendControl>,
 }
 
 /// One datagram to send: its bytes and its peer (None on a connected
@@ -448,26 +479,29 @@ impl Sender {
                 count: 1,
                 segment: bytes.len(),
                 bytes: bytes.len(),
+                from: peer.map_or(Destination::Unknown, |p| *p.destination),
             });
             last_peer = peer;
         }
         for m in &self.messages {
-            if m.count > 1 {
+            if m.has_control() {
                 // `takes` keeps a segmented message's first size below
                 // MAX_SEGMENTED_BYTES, so it fits a u16.
-                self.controls.push(SegmentControl::new(m.segment as u16));
+                let segment = (m.count > 1).then_some(m.segment as u16);
+                self.controls.push(SendControl::new(m.from, segment));
             }
         }
         // Every vector has stopped growing: point the headers into them.
         let iovecs = self.iovecs.as_mut_ptr();
-        let mut controls = self.controls.as_mut_ptr();
+        let (controls, mut next) = (self.controls.as_mut_ptr(), 0);
         for (header, m) in self.headers.iter_mut().zip(&self.messages) {
             header.msg_hdr.msg_iov = iovecs.wrapping_add(m.first);
             header.msg_hdr.msg_iovlen = m.count;
-            if m.count > 1 {
-                header.msg_hdr.msg_control = controls.cast();
-                header.msg_hdr.msg_controllen = mem::size_of::<SegmentControl>();
-                controls = controls.wrapping_add(1);
+            if m.has_control() {
+                // The buffer is the control's first field (`repr(C)`).
+                header.msg_hdr.msg_control = controls.wrapping_add(next).cast();
+                header.msg_hdr.msg_controllen = self.controls[next].len;
+                next += 1;
             }
         }
         Loaded {
@@ -478,6 +512,11 @@ impl Sender {
 }
 
 impl Message {
+    /// Whether it carries control messages: a segment size or a source.
+    fn has_control(&self) -> bool {
+        self.count > 1 || self.from != Destination::Unknown
+    }
+
     /// Whether a datagram of `len` bytes may join this message: none may
     /// follow a datagram shorter than the first.
     fn takes(&self, len: usize) -> bool {
@@ -491,13 +530,70 @@ impl Message {
 
 impl Peer<'_> {
     /// Whether both are the same address (family, address, port and,
-    /// for IPv6, flow label and scope).
+    /// for IPv6, flow label and scope), sent to the same address.
     fn same_as(&self, other: &Peer<'_>) -> bool {
         if ptr::eq(self.storage, other.storage) {
             return true;
         }
+        if self.destination != other.destination {
+            return false;
+        }
         let address = self.to_std();
         address.is_some() && address == other.to_std()
+    }
+}
+
+/// Sends one datagram of `bytes` to `to`, from `from` when known (a
+/// socket bound to a wildcard address answering later, as an UPDATE is,
+/// from the address the request came to).
+pub fn send_one(
+    socket: impl AsFd,
+    bytes: &[u8],
+    to: SocketAddr,
+    from: Destination,
+) -> io::Result<()> {
+    let (storage, len) = storage_of(to);
+    let peer = Peer {
+        storage: &storage,
+        len,
+        destination: &from,
+    };
+    let mut sender = Sender::with_capacity(1);
+    let mut loaded = sender.load([(bytes, Some(peer))]);
+    loaded.send(socket, 0, Wait::Blocking).map(|_| ())
+}
+
+/// `address` as the kernel takes it.
+fn storage_of(address: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all zeroes is a valid sockaddr_storage (AF_UNSPEC).
+    let mut storage: libc::sockaddr_storage = unsafe { mem::zeroed() };
+    let at: *mut libc::sockaddr_storage = &mut storage;
+    match address {
+        SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_storage is larger and at least as aligned
+            // as sockaddr_in; the reference lives only for this write.
+            let sin: &mut libc::sockaddr_in = unsafe { &mut *at.cast() };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
+            (
+                storage,
+                mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        }
+        SocketAddr::V6(a) => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6: &mut libc::sockaddr_in6 = unsafe { &mut *at.cast() };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_addr.s6_addr = a.ip().octets();
+            sin6.sin6_flowinfo = a.flowinfo();
+            sin6.sin6_scope_id = a.scope_id();
+            (
+                storage,
+                mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            )
+        }
     }
 }
 
@@ -729,6 +825,7 @@ mod tests {
         let unspecified = Peer {
             storage: &storage,
             len: full,
+            destination: &Destination::Unknown,
         };
         assert_eq!((unspecified.ip(), unspecified.to_std()), (None, None));
         assert_eq!(unspecified.port(), None);
@@ -736,6 +833,7 @@ mod tests {
         let short = Peer {
             storage: &storage,
             len: 4,
+            destination: &Destination::Unknown,
         };
         assert_eq!((short.ip(), short.to_std()), (None, None));
         storage.ss_family = libc::AF_INET6 as libc::sa_family_t;
@@ -743,11 +841,13 @@ mod tests {
         let short = Peer {
             storage: &storage,
             len: v4_sized,
+            destination: &Destination::Unknown,
         };
         assert_eq!((short.ip(), short.to_std()), (None, None));
         let v6 = Peer {
             storage: &storage,
             len: full,
+            destination: &Destination::Unknown,
         };
         assert_eq!(v6.ip(), Some(IpAddr::from([0u8; 16])));
         assert_eq!(v6.port(), Some(0));
@@ -901,26 +1001,88 @@ mod tests {
         assert_eq!(tx.load_segmented(to_peers, 49).len(), 5);
     }
 
+    /// A wildcard socket that keeps destinations answers a query sent to
+    /// one of the host's addresses from that address, alone, in a run
+    /// (segmented) and later ([`send_one`]); without, the route's
+    /// preferred address answers.
     #[test]
-    fn the_segment_control_message_has_the_c_layout() {
-        let control = SegmentControl::new(1232);
-        let header: *const libc::cmsghdr = &control.header;
-        // SAFETY: CMSG_* only compute sizes and offsets from a live
-        // header; nothing is read through the pointer returned.
-        let (space, len, data) = unsafe {
-            (
-                libc::CMSG_SPACE(2) as usize,
-                libc::CMSG_LEN(2) as usize,
-                libc::CMSG_DATA(header),
-            )
+    fn a_wildcard_socket_answers_from_the_address_asked() {
+        let server = UdpSocket::bind("0.0.0.0:0").unwrap();
+        let port = server.local_addr().unwrap().port();
+        receive_destinations(&server, false).unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        let asked: SocketAddr = format!("127.0.0.2:{port}").parse().unwrap();
+        let mut rx = Receiver::new(8, 64);
+        rx.keep_destinations();
+        for _ in 0..3 {
+            client.send_to(b"q", asked).unwrap();
+        }
+        receive_all(&mut rx, &server, 3);
+        let n = 3;
+        let want = Destination::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
+        assert!((0..n).all(|i| rx.peer(i).destination() == want));
+        let mut tx = Sender::with_capacity(8);
+        let replies = [b"r1", b"r2", b"r3"];
+        let mut loaded =
+            tx.load_segmented((0..n).map(|i| (&replies[i][..], Some(rx.peer(i)))), 1000);
+        assert_eq!(loaded.len(), 1, "one segmented message");
+        assert_eq!(loaded.send(&server, 0, Wait::Blocking).unwrap(), 1);
+        for want in replies {
+            let mut buf = [0u8; 8];
+            let (len, from) = client.recv_from(&mut buf).unwrap();
+            assert_eq!((&buf[..len], from), (&want[..], asked));
+        }
+        send_one(&server, b"later", client.local_addr().unwrap(), want).unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(client.recv_from(&mut buf).unwrap(), (5, asked));
+        // Not kept: the reply leaves from the route's choice, 127.0.0.1.
+        let mut plain = Receiver::new(2, 64);
+        client.send_to(b"q", asked).unwrap();
+        receive_all(&mut plain, &server, 1);
+        assert_eq!(plain.peer(0).destination(), Destination::Unknown);
+        tx.load([(&b"x"[..], Some(plain.peer(0)))])
+            .send(&server, 0, Wait::Blocking)
+            .unwrap();
+        let (_, from) = client.recv_from(&mut buf).unwrap();
+        assert_ne!(from, asked);
+    }
+
+    #[test]
+    fn a_wildcard_ipv6_socket_keeps_destinations() {
+        let server = socket_v6_only("[::]:0");
+        receive_destinations(&server, true).unwrap();
+        let port = server.local_addr().unwrap().port();
+        let client = UdpSocket::bind("[::1]:0").unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        let asked: SocketAddr = format!("[::1]:{port}").parse().unwrap();
+        client.send_to(b"q", asked).unwrap();
+        let mut rx = Receiver::new(2, 64);
+        rx.keep_destinations();
+        receive_all(&mut rx, &server, 1);
+        let Destination::V6 { address, interface } = rx.peer(0).destination() else {
+            panic!("no IPv6 destination");
         };
-        assert_eq!(mem::size_of::<SegmentControl>(), space);
-        assert_eq!(control.header.cmsg_len, len);
-        assert_eq!(data.cast_const(), ptr::from_ref(&control.size).cast());
-        assert_eq!(
-            (control.header.cmsg_level, control.header.cmsg_type),
-            (libc::SOL_UDP, libc::UDP_SEGMENT)
-        );
+        assert_eq!(address, std::net::Ipv6Addr::LOCALHOST);
+        assert!(interface > 0);
+        let mut tx = Sender::with_capacity(2);
+        tx.load([(&b"r"[..], Some(rx.peer(0)))])
+            .send(&server, 0, Wait::Blocking)
+            .unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(client.recv_from(&mut buf).unwrap(), (1, asked));
+    }
+
+    fn socket_v6_only(address: &str) -> UdpSocket {
+        let socket = UdpSocket::bind(address).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        socket
     }
 
     #[test]

@@ -2827,3 +2827,58 @@ fn a_failed_notify_is_logged_with_its_zone_and_peer() {
         .to_string();
     assert!(line.contains(&format!("zone={ZONE}")), "{line}");
 }
+
+/// Listening on the wildcard addresses, a query and an UPDATE over UDP
+/// sent to one of the host's addresses (127.0.0.2, ::1) are answered from
+/// that address: dig and nsupdate drop an answer from another (the
+/// route's choice, 127.0.0.1), as every resolver does. NSD and Knot
+/// answer from the address asked.
+#[test]
+fn on_wildcard_addresses_answers_leave_from_the_address_asked() {
+    let file = zone_file("wildcard");
+    let server = ServerProcess::heron_with_config(&heron(), ZONE, |port| {
+        let listen = format!("listen = [\"127.0.0.1:{port}\"]");
+        let wildcard = format!("listen = [\"0.0.0.0:{port}\", \"[::]:{port}\"]");
+        config(port, &file, "").replace(&listen, &wildcard)
+    });
+    let port = server.addr().port();
+    for asked in ["127.0.0.2", "::1"] {
+        let addr = SocketAddr::new(asked.parse().unwrap(), port);
+        let dig = heron_testkit::run_dig(heron_testkit::DigTool::Dig, addr, ZONE, "SOA", false);
+        assert!(dig.expect_success().contains("status: NOERROR"), "{dig}");
+        let name = format!("w{}.upd.test", asked.len());
+        let add = format!("update add {name} 60 A 192.0.2.77");
+        // No retry: a retry is answered from the kept answer, by the
+        // query path, and would hide a first answer from elsewhere.
+        let script = format!("server {asked} {port}\nzone {ZONE}\n{add}\nsend\n");
+        let out = output_with_input(
+            Command::new("nsupdate").args([
+                "-r",
+                "0",
+                "-t",
+                "5",
+                "-y",
+                &format!("hmac-sha256:ops:{SECRET}"),
+            ]),
+            &script,
+        );
+        assert!(out.status.success(), "nsupdate over UDP to {addr}: {out:?}");
+        let want = format!("{name}. 60 IN A 192.0.2.77");
+        assert_eq!(a(addr, &name), vec![want]);
+    }
+}
+
+/// Runs `command` with `input` on its standard input.
+fn output_with_input(command: &mut Command, input: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the tool runs");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}

@@ -77,6 +77,13 @@ impl Batch {
         self.received.capacity()
     }
 
+    /// Replies leave from the address each query was sent to, as the
+    /// kernel says it on a socket bound to a wildcard address that asked
+    /// ([`heron_sys::udp::receive_destinations`]).
+    pub fn keep_destinations(&mut self) {
+        self.received.keep_destinations();
+    }
+
     /// Blocks until at least one datagram arrives (or the socket's read
     /// timeout passes), then takes whatever else is already queued, up to
     /// the capacity. Returns how many were received.

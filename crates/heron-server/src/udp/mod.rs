@@ -50,6 +50,11 @@ pub fn bind_reuseport(addr: SocketAddr) -> io::Result<UdpSocket> {
     socket.set_reuse_address(true)?;
     socket.set_reuse_port(true)?;
     socket.bind(&addr.into())?;
+    if addr.ip().is_unspecified() {
+        // Replies leave from the address each query came to, not the
+        // route's choice among the host's (a client drops those).
+        heron_sys::udp::receive_destinations(&socket, addr.is_ipv6())?;
+    }
     // Best effort: a smaller buffer still works.
     let _ = socket.set_recv_buffer_size(RECEIVE_BUFFER);
     socket.set_read_timeout(Some(SHUTDOWN_POLL))?;
@@ -287,6 +292,9 @@ pub fn run_loop(
     mut handler: impl Handler,
 ) {
     let mut batch = batch::Batch::with_spill(batch::DEFAULT_BATCH, QUERY_SLOT, MAX_QUERY);
+    if socket.local_addr().is_ok_and(|a| a.ip().is_unspecified()) {
+        batch.keep_destinations();
+    }
     if segment && !batch.segment_replies(socket, true) {
         tracing::debug!("UDP worker sends one datagram per message: no UDP_SEGMENT here");
     }
