@@ -661,3 +661,39 @@ fn content_changed_under_the_primarys_serial_is_said() {
     let said = "its primary's content changed but serial 1 did not";
     assert!(heron.log().contains(said), "{}", heron.log());
 }
+
+/// A signed secondary made a signed primary by a reload (its `primaries`
+/// gone, a file of its own) is served from that file, signed with its
+/// keys at a serial past the one served; never the version last received
+/// from the old primary, unsigned (black-box finding BQ-7: the
+/// secondary's teardown served that over the file's signed version, and
+/// a validator with the DS failed the whole zone).
+#[test]
+fn a_signed_secondary_made_a_signed_primary_serves_its_file_signed() {
+    let (dir, _, heron_port, down_port, primary) = knot_primary_in_a_folder();
+    let config = heron_config(heron_port, primary.addr(), down_port, dir.path(), "");
+    let heron = start_heron(heron_port, &config);
+    let addr = heron.addr();
+    assert!(eventually(|| kdig(addr, &[ZONE, "DNSKEY", "+short"])
+        .stdout
+        .len()
+        > 10));
+    let served = zone_serial(addr, ZONE).unwrap();
+    let own = dir.path().join("own.zone");
+    std::fs::write(&own, zone_text(1, "file A 192.0.2.99\n")).unwrap();
+    let kept = dir.path().join("kept").join("bitw.zone");
+    let primary_config = config
+        .replace(&kept.display().to_string(), &own.display().to_string())
+        .replace(&format!("primaries = [\"{}\"]\n", primary.addr()), "");
+    assert!(!primary_config.contains("primaries"), "{primary_config}");
+    std::fs::write(heron.dir().join("heron.toml"), primary_config).unwrap();
+    heron.reload();
+    assert!(
+        eventually(|| axfr(addr).contains(&format!("file.{ZONE}."))),
+        "{}",
+        heron.log()
+    );
+    let text = axfr(addr);
+    assert!(zone_serial(addr, ZONE).unwrap() > served, "{text}");
+    check_valid(addr, &text, "file", true);
+}

@@ -278,6 +278,7 @@ fn rebuild(
         running.set_settings(&section, xot);
         let configured = |o: &Name| files.configures(o);
         let changes = running.reconfigure(wanted, consumed, &mut next, &xfr.primary, configured);
+        xfr.signed_secondaries.forget(&changes.removed);
         outcome.secondaries = changes;
         outcome
             .resigned

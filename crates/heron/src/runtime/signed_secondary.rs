@@ -106,6 +106,18 @@ impl SignedSecondaries {
         changed
     }
 
+    /// Forgets the versions of `origins`, no longer secondary zones here:
+    /// one made a primary is served from its file (signed by its own
+    /// policy, if any), never from the version last received (black-box
+    /// finding BQ-7: a signed secondary made a signed primary was served
+    /// the primary's old transfer, unsigned, by [`Self::resign`]).
+    pub(crate) fn forget(&self, origins: &[Name]) {
+        let mut versions = self.versions.lock().unwrap_or_else(|e| e.into_inner());
+        for origin in origins {
+            versions.remove(&origin.to_lowercase());
+        }
+    }
+
     pub(crate) fn signing(&self, origin: &Name) -> Option<Arc<Signing>> {
         let signings = self.signings.lock().unwrap_or_else(|e| e.into_inner());
         signings.get(&origin.to_lowercase()).cloned()
