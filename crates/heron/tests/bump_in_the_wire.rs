@@ -138,6 +138,17 @@ fn start_heron(port: u16, config: &str) -> ServerProcess {
         .unwrap_or_else(|log| panic!("Heron did not serve {ZONE}: {log}"))
 }
 
+/// [`start_heron`], once it serves the zone signed.
+fn start_signing(port: u16, config: &str) -> ServerProcess {
+    let heron = start_heron(port, config);
+    let addr = heron.addr();
+    assert!(eventually(|| kdig(addr, &[ZONE, "DNSKEY", "+short"])
+        .stdout
+        .len()
+        > 10));
+    heron
+}
+
 /// The serial in the kept (unsigned) copy's first line.
 fn kept_serial(dir: &Path) -> Option<u32> {
     let text = std::fs::read_to_string(dir.join("kept").join("bitw.zone")).ok()?;
@@ -383,12 +394,8 @@ fn a_version_received_that_cannot_be_signed_is_the_zones_last_error() {
     let config = heron_config(heron_port, primary.addr(), free_port(), dir.path(), "")
         .replace("workers = 1\n", "workers = 1\ncontrol = \"control.sock\"\n")
         + &format!("[metrics]\nlisten = \"{metrics}\"\n");
-    let heron = start_heron(heron_port, &config);
+    let heron = start_signing(heron_port, &config);
     let addr = heron.addr();
-    assert!(eventually(|| kdig(addr, &[ZONE, "DNSKEY", "+short"])
-        .stdout
-        .len()
-        > 10));
     let failed = "heron_zones_unhealthy{state=\"file_load_failed\"}";
     assert!(scrape(metrics).contains(&format!("{failed} 0")));
     // The key file moved away; the key state file stays.
@@ -672,12 +679,8 @@ fn content_changed_under_the_primarys_serial_is_said() {
 fn a_signed_secondary_made_a_signed_primary_serves_its_file_signed() {
     let (dir, _, heron_port, down_port, primary) = knot_primary_in_a_folder();
     let config = heron_config(heron_port, primary.addr(), down_port, dir.path(), "");
-    let heron = start_heron(heron_port, &config);
+    let heron = start_signing(heron_port, &config);
     let addr = heron.addr();
-    assert!(eventually(|| kdig(addr, &[ZONE, "DNSKEY", "+short"])
-        .stdout
-        .len()
-        > 10));
     let served = zone_serial(addr, ZONE).unwrap();
     let own = dir.path().join("own.zone");
     std::fs::write(&own, zone_text(1, "file A 192.0.2.99\n")).unwrap();

@@ -280,9 +280,8 @@ fn rebuild(
         let changes = running.reconfigure(wanted, consumed, &mut next, &xfr.primary, configured);
         xfr.signed_secondaries.forget(&changes.removed);
         outcome.secondaries = changes;
-        outcome
-            .resigned
-            .extend(secondaries_resigned(&resigned, running, &outcome));
+        let resigned_now = secondaries_resigned(&resigned, running, &outcome);
+        outcome.resigned.extend(resigned_now);
     }
     let frozen = signing_and_frozen(xfr, &files);
     let marked = maybe_marked(&current, &next, xfr, &files);
