@@ -5,6 +5,7 @@
 //! fully validated: NSEC and NSEC3, algorithms 13 and 15, a CSK and a
 //! KSK/ZSK pair. The keys are made at first start, owner-only, and kept.
 
+use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -752,20 +753,16 @@ fn a_policy_removed_while_stopped_is_refused_with_keys_in_a_directory_of_their_o
     assert!(refused, "the start must be refused");
 }
 
-/// A signed zone whose DS was asked of the parent, taken out by one
-/// reload and put back without its policy by the next: the second reload
-/// is refused as a start with that configuration is, and the zone is not
-/// served unsigned (black-box finding AM-32: it was, bogus to
-/// validators holding the DS).
-#[test]
-fn a_signed_zone_put_back_unsigned_by_a_later_reload_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("back.zone");
+/// A zone signed in `dir` under a policy of seconds, once its CDS is
+/// published (its DS asked of the parent): the server, its configuration
+/// file and that file's text.
+fn signed_with_cds_published(dir: &Path) -> (ServerProcess, PathBuf, String) {
+    let file = dir.join("signed.zone");
     let zone = format!(
         "$ORIGIN {ORIGIN}\n$TTL 1\n@ SOA ns hostmaster 1 3600 600 86400 1\n@ NS ns\nns A 192.0.2.1\n"
     );
     std::fs::write(&file, zone).unwrap();
-    let keys = dir.path().join("keys");
+    let keys = dir.join("keys");
     let fast = "propagation-delay = \"1s\"\ndnskey-ttl = \"1s\"\nretire-safety = \"1s\"";
     let server = serve_signed_file(fast, &keys, &file);
     let cds = || short_answer(&server, ORIGIN, "CDS");
@@ -774,29 +771,85 @@ fn a_signed_zone_put_back_unsigned_by_a_later_reload_is_refused() {
     assert!(cds_published, "{}", server.log());
     let config_path = server.dir().join("heron.toml");
     let signed = std::fs::read_to_string(&config_path).unwrap();
-    let zone_at = signed.find("[[zone]]").unwrap();
-    std::fs::write(&config_path, &signed[..zone_at]).unwrap();
+    (server, config_path, signed)
+}
+
+/// `server` reloaded with `config` less its zone: no longer served.
+fn zone_taken_out(server: &ServerProcess, path: &Path, config: &str) {
+    let zone_at = config.find("[[zone]]").unwrap();
+    std::fs::write(path, &config[..zone_at]).unwrap();
     server.reload();
     assert!(
-        eventually(|| short_answer(&server, ORIGIN, "SOA").trim().is_empty()),
+        eventually(|| short_answer(server, ORIGIN, "SOA").trim().is_empty()),
         "{}",
         server.log()
     );
-    let unsigned: String = (signed.lines())
+}
+
+/// `config` without its zone's `dnssec-policy` and `key-directory`, each
+/// other line as `line` makes it.
+fn without_policy(config: &str, line: impl Fn(&str) -> String) -> String {
+    (config.lines())
         .filter(|l| !l.starts_with("dnssec-policy =") && !l.starts_with("key-directory ="))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    std::fs::write(&config_path, unsigned).unwrap();
+        .map(line)
+        .collect()
+}
+
+/// `server` reloaded with `config` refuses it: the zone's DS may be at
+/// the parent.
+fn reload_is_refused_for_its_ds(server: &ServerProcess, path: &Path, config: String) {
+    std::fs::write(path, config).unwrap();
     server.reload();
     assert!(
         server.wait_for_log("dnssec-policy removed while the parent may still hold its DS"),
         "{}",
         server.log()
     );
+}
+
+/// A signed zone whose DS was asked of the parent, taken out by one
+/// reload and put back without its policy by the next: the second reload
+/// is refused as a start with that configuration is, and the zone is not
+/// served unsigned (black-box finding AM-32: it was, bogus to
+/// validators holding the DS).
+#[test]
+fn a_signed_zone_put_back_unsigned_by_a_later_reload_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, config_path, signed) = signed_with_cds_published(dir.path());
+    zone_taken_out(&server, &config_path, &signed);
+    let unsigned = without_policy(&signed, |l| format!("{l}\n"));
+    reload_is_refused_for_its_ds(&server, &config_path, unsigned);
     assert!(
         short_answer(&server, ORIGIN, "SOA").trim().is_empty(),
         "not served"
     );
+}
+
+/// A signed zone whose DS was asked of the parent, made a plain
+/// secondary by a reload (its copy kept at another path, so no note
+/// beside the file tells of its keys): the reload is refused and the zone
+/// stays served signed (black-box finding BQ-9: it was served unsigned,
+/// bogus to validators holding the DS). Taken out altogether, it is no
+/// longer served: that is the operator's to do.
+#[test]
+fn a_signed_zone_made_a_plain_secondary_elsewhere_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, config_path, signed) = signed_with_cds_published(dir.path());
+    let kept = dir.path().join("copy.zone");
+    let primary = SocketAddr::from(([127, 0, 0, 1], heron_testkit::free_port()));
+    let secondary = without_policy(&signed, |l| match l.starts_with("file =") {
+        true => format!(
+            "file = \"{}\"\nprimaries = [\"{primary}\"]\n",
+            kept.display()
+        ),
+        false => format!("{l}\n"),
+    });
+    reload_is_refused_for_its_ds(&server, &config_path, secondary);
+    assert!(
+        !short_answer(&server, ORIGIN, "DNSKEY").trim().is_empty(),
+        "still signed"
+    );
+    zone_taken_out(&server, &config_path, &signed);
 }
 
 /// `dig +dnssec +norec` for `name`/`qtype`: the answer's status and its

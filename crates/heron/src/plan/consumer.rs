@@ -127,6 +127,13 @@ impl Consumers {
         dirs
     }
 
+    /// Whether a consumed catalog lists `zone` (lower-cased) as a member,
+    /// owned by it or not (one configured by hand, which the catalog
+    /// takes back once the hand lets go of it).
+    pub fn lists(&self, zone: &Name) -> bool {
+        (self.catalogs.values()).any(|c| c.members.members().contains_key(zone))
+    }
+
     /// The consumed catalogs (lower-cased), sorted.
     pub fn names(&self) -> Vec<Name> {
         let mut names: Vec<Name> = self.catalogs.keys().cloned().collect();

@@ -523,8 +523,12 @@ impl ZoneFiles {
     /// takes its zone list ([`ZoneFiles::reconfigure`]): new zones are
     /// read at the next [`ZoneFiles::load_changed`]. A file with errors
     /// (a zone `heron serve --zone` added among them now) changes nothing
-    /// and returns them.
-    pub fn reread_config(&mut self) -> Result<Option<Reconfigured>, Vec<String>> {
+    /// and returns them. `listed`: whether a consumed catalog lists a
+    /// zone (which it serves once the configuration lets go of it).
+    pub fn reread_config(
+        &mut self,
+        listed: &dyn Fn(&Name) -> bool,
+    ) -> Result<Option<Reconfigured>, Vec<String>> {
         let Some(source) = &self.config else {
             return Ok(None);
         };
@@ -537,7 +541,7 @@ impl ZoneFiles {
         let applied = settings.live.changed_since(&source.live);
         let mut refused = crate::config::command_line_problems(&settings, &source.extra_zones, &[]);
         settings.zones.extend(source.extra_zones.iter().cloned());
-        refused.extend(self.keys_refused(&settings, &source.path));
+        refused.extend(self.keys_refused(&settings, &source.path, listed));
         if !refused.is_empty() {
             return Err(refused);
         }
@@ -597,21 +601,43 @@ impl ZoneFiles {
         }))
     }
 
-    /// Zones Heron signs now that `specs` list without a `dnssec-policy`
-    /// while their DS may be at the parent: each refused with why
-    /// (`key_state::unsigning_refused`).
-    fn unsigning_refused(&self, specs: &[ZoneSpec]) -> Vec<String> {
-        let unsigned: HashSet<Name> = (specs.iter())
-            .filter(|s| s.signing.is_none())
-            .map(|s| s.origin.to_lowercase())
+    /// Zones Heron signs now (primaries or secondaries) that `settings`
+    /// would serve unsigned while their DS may be at the parent: each
+    /// refused with why (`key_state::unsigning_refused`, read in the
+    /// key directory they are signed from now). Served unsigned: listed
+    /// in any role without a `dnssec-policy`, or left out while a consumed
+    /// catalog lists them (`listed`), which then takes them back
+    /// (black-box findings BQ-8, BQ-9: made a plain secondary with a
+    /// copy at another path, or handed back to a catalog, a zone was
+    /// served unsigned under its DS).
+    fn unsigning_refused(
+        &self,
+        settings: &crate::config::Settings,
+        listed: &dyn Fn(&Name) -> bool,
+    ) -> Vec<String> {
+        let lower = |o: &Name| o.to_lowercase();
+        let signed_next: HashSet<Name> = (settings.zones.iter())
+            .filter(|z| z.signing.is_some())
+            .map(|z| lower(&z.origin))
+            .chain(settings.signed_secondaries.iter().map(|(o, _)| lower(o)))
             .collect();
-        (self.entries.iter())
-            .filter(|e| unsigned.contains(&e.spec.origin.to_lowercase()))
-            .filter_map(|e| {
-                let signing = e.spec.signing.as_ref()?;
-                crate::plan::key_state::unsigning_refused(&e.spec.origin, &signing.key_directory)
-            })
+        let served_next: HashSet<Name> = (settings.zones.iter().map(|z| lower(&z.origin)))
+            .chain(settings.secondaries.iter().map(|z| lower(&z.origin)))
+            .collect();
+        self.signed_now()
+            .filter(|(origin, _)| !signed_next.contains(&lower(origin)))
+            .filter(|(origin, _)| served_next.contains(&lower(origin)) || listed(&lower(origin)))
+            .filter_map(|(origin, dir)| crate::plan::key_state::unsigning_refused(origin, dir))
             .collect()
+    }
+
+    /// The zones Heron signs now, primaries and secondaries, with the
+    /// key directory of each.
+    fn signed_now(&self) -> impl Iterator<Item = (&Name, &Path)> {
+        let primaries = (self.entries.iter())
+            .filter_map(|e| Some((&e.spec.origin, &*e.spec.signing.as_ref()?.key_directory)));
+        let secondaries = (self.signed_secondaries.iter()).map(|(o, s)| (o, &*s.key_directory));
+        primaries.chain(secondaries)
     }
 
     /// The unsignings and key moves refused ([`ZoneFiles::unsigning_refused`],
@@ -622,31 +648,21 @@ impl ZoneFiles {
     /// judge (black-box finding: a signed zone taken out by one reload and
     /// put back unsigned, or given another key-directory, by the next, or
     /// turned into a plain secondary, was served bogus).
-    fn keys_refused(&self, settings: &crate::config::Settings, config: &Path) -> Vec<String> {
+    fn keys_refused(
+        &self,
+        settings: &crate::config::Settings,
+        config: &Path,
+        listed: &dyn Fn(&Name) -> bool,
+    ) -> Vec<String> {
         use crate::plan::key_state;
-        let signed_now: HashSet<Name> = (self.entries.iter())
-            .filter(|e| e.spec.signing.is_some())
-            .map(|e| e.spec.origin.to_lowercase())
-            .chain(
-                self.signed_secondaries
-                    .iter()
-                    .map(|(o, _)| o.to_lowercase()),
-            )
-            .collect();
-        let primary_now: HashSet<Name> = (settings.zones.iter())
-            .map(|z| z.origin.to_lowercase())
-            .collect();
-        // Judged above: a zone signed now, a primary in `settings` too.
-        let judged = |o: &Name| {
-            let o = o.to_lowercase();
-            signed_now.contains(&o) && primary_now.contains(&o)
-        };
-        let among = |o: &Name| !judged(o);
-        let mut refused = self.unsigning_refused(&settings.zones);
+        let signed_now: HashSet<Name> =
+            (self.signed_now()).map(|(o, _)| o.to_lowercase()).collect();
+        // Judged by `unsigning_refused`: every zone signed now.
+        let among = |o: &Name| !signed_now.contains(&o.to_lowercase());
+        let mut refused = self.unsigning_refused(settings, listed);
         refused.extend(self.key_moves_refused(settings));
         refused.extend(key_state::unsigned_with_ds_among(settings, config, &among));
-        let moved_among = |o: &Name| !signed_now.contains(&o.to_lowercase());
-        refused.extend(key_state::moved_keys_among(settings, config, &moved_among));
+        refused.extend(key_state::moved_keys_among(settings, config, &among));
         refused
     }
 
@@ -1575,7 +1591,7 @@ mod tests {
             restart_only: RestartOnly::default(),
             live: RestartOnly::default(),
         });
-        let reconfigured = files.reread_config().unwrap().unwrap();
+        let reconfigured = files.reread_config(&|_| false).unwrap().unwrap();
         let origins: Vec<String> = reconfigured
             .secondaries
             .iter()
@@ -1611,7 +1627,7 @@ mod tests {
             restart_only: RestartOnly::default(),
             live: RestartOnly::default(),
         });
-        let Err(errors) = files.reread_config() else {
+        let Err(errors) = files.reread_config(&|_| false) else {
             panic!("taken");
         };
         assert!(

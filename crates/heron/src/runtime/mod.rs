@@ -258,7 +258,7 @@ fn rebuild(
     // Named zones are re-read alone; the configuration waits for a
     // whole reload.
     let reread = match selection.zones {
-        None => files.reread_config(),
+        None => files.reread_config(&|origin: &Name| catalogs_list(xfr, origin)),
         Some(_) => Ok(None),
     };
     let config = match reread {
@@ -485,6 +485,12 @@ fn reconfigure(
 /// The secondary zones among `resigned` (whose signing a reload changed)
 /// that ran before and run still: their `dnssec-policy` changed (those
 /// added or removed are said so).
+/// Whether a consumed catalog lists `origin` (lower-cased).
+fn catalogs_list(xfr: &Transfers, origin: &Name) -> bool {
+    let running = xfr.secondaries.lock().unwrap_or_else(|e| e.into_inner());
+    running.as_ref().is_some_and(|r| r.catalogs_list(origin))
+}
+
 fn secondaries_resigned(
     resigned: &std::collections::HashSet<Name>,
     running: &secondary::Running,

@@ -494,6 +494,11 @@ impl Running {
     }
 
     /// Whether `origin` (lower-cased) is one of the secondary zones.
+    /// Whether a consumed catalog lists `origin` (lower-cased).
+    pub fn catalogs_list(&self, origin: &Name) -> bool {
+        self.consumers.lists(origin)
+    }
+
     pub fn runs(&self, origin: &Name) -> bool {
         self.zones.get(&OwnOrigin, origin).is_some()
     }
