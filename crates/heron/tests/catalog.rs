@@ -752,6 +752,55 @@ fn a_member_configured_by_hand_later_wins_and_the_others_survive_a_restart() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A member configured by hand and signed there, its DS asked of the
+/// parent (CDS published), then the hand's zone taken out again: the
+/// catalog, which still lists it, would serve it unsigned at once, bogus
+/// under its DS, so the reload is refused and the signed zone stays
+/// (black-box finding BQ-8).
+#[test]
+fn a_signed_member_by_hand_is_not_handed_back_unsigned_under_its_ds() {
+    let dir = work_dir("by-hand-signed");
+    let (_primary, consumer_port, config) = primary_of_a_and_b(&dir);
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
+        .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
+    let addr = consumer.addr();
+    assert!(eventually(|| zone_serial(addr, "b.test") == Some(1)));
+    let hand = dir.join("b-by-hand.zone");
+    // TTLs of a second: the key steps wait for them.
+    let text = "$ORIGIN b.test.\n$TTL 1\n@ SOA ns hostmaster 77 3600 600 86400 1\n@ NS ns\n\
+                ns A 192.0.2.1\n";
+    std::fs::write(&hand, text).unwrap();
+    let signed = format!(
+        "{config}[[dnssec-policy]]\nname = \"fast\"\npropagation-delay = \"1s\"\n\
+         dnskey-ttl = \"1s\"\nretire-safety = \"1s\"\n\
+         [[zone]]\norigin = \"b.test\"\nfile = \"{}\"\ndnssec-policy = \"fast\"\n\
+         key-directory = \"{}\"\n",
+        hand.display(),
+        dir.join("keys").display()
+    );
+    let socket = dir.join("ctl.sock");
+    reconfigure(&consumer, &socket, &signed);
+    let answers = |qtype: RType| {
+        let query = build_query(
+            &Name::parse("b.test").unwrap(),
+            qtype,
+            &QueryOpts::default(),
+        );
+        try_query_udp(addr, &query).map_or(0, |r| Message::parse(&r).unwrap().answers.len())
+    };
+    let cds = heron_testkit::eventually_within(std::time::Duration::from_secs(30), || {
+        answers(RType::CDS) > 0
+    });
+    assert!(cds, "{}", consumer.log());
+    std::fs::write(consumer.dir().join("heron.toml"), &config).unwrap();
+    let (ok, said) = ctl_said(&socket, &["reconfigure"]);
+    assert!(!ok, "{said}");
+    assert!(said.contains("may still hold its DS"), "{said}");
+    assert!(answers(RType::DNSKEY) > 0, "still signed");
+    assert_eq!(catalog_of(&socket, "b.test."), None);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Taken over by hand from its own kept file (an operator moving a member
 /// to a file where it already sits): the hand's zone is served at once
 /// (regression hunt finding: REFUSED until a restart).
