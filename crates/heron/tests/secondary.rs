@@ -1864,6 +1864,41 @@ fn keep_removed_keeps_the_copy_of_a_removed_secondary_zone() {
     assert_eq!(kept_serial(&kept), Some(1), "kept");
 }
 
+/// A secondary zone whose `file` names a file Heron never wrote (the
+/// operator's own, by a typo; its primary silent, so nothing was written
+/// over it yet), taken out again: the file is left where it is. Only a
+/// copy Heron wrote and sealed is deleted with its zone (black-box
+/// finding BQ-11: the operator's file was deleted).
+#[test]
+fn removing_a_secondary_leaves_a_file_heron_never_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready.zone");
+    std::fs::write(&ready, zone_text(1, "").replace("xfr.test", "ready.test")).unwrap();
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "the operator's notes\n").unwrap();
+    let silent = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let port = free_port();
+    let ready_zone = format!(
+        "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+         [[zone]]\norigin = \"ready.test\"\nfile = \"{}\"\n",
+        ready.display()
+    );
+    let with_typo = format!(
+        "{ready_zone}[[zone]]\norigin = \"typo.test\"\nfile = \"{}\"\nprimaries = [\"{silent}\"]\n",
+        notes.display()
+    );
+    let heron = start_serving(port, "ready.test", &with_typo);
+    std::fs::write(heron.dir().join("heron.toml"), &ready_zone).unwrap();
+    heron.reload();
+    assert!(
+        heron.wait_for_log("not a copy Heron wrote"),
+        "{}",
+        heron.log()
+    );
+    let text = std::fs::read_to_string(&notes).unwrap_or_else(|e| panic!("{e}: {}", heron.log()));
+    assert_eq!(text, "the operator's notes\n");
+}
+
 /// A restarted secondary answers from its kept copies from its first
 /// answer on: none of its zones is SERVFAIL while they are handed over
 /// (black-box finding: 75% of queries at once with 100,000 zones).

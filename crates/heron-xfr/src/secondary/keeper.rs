@@ -592,6 +592,13 @@ fn commit(batch: HashMap<PathBuf, Pending>) -> Vec<Failure> {
             set_mtime(path, at);
         }
         if p.delete {
+            // Only what Heron wrote (sealed): a kept copy's path may name
+            // the operator's own file, by a typo, which it never wrote
+            // over (black-box finding BQ-11: deleted with its zone).
+            if !crate::secondary::seal::is_sealed_file(path) && path.exists() {
+                tracing::info!(file = %path.display(), "not deleted: not a copy Heron wrote (no seal)");
+                continue;
+            }
             match std::fs::remove_file(path) {
                 // None can be there (a name too long, a file for a
                 // folder on the way): nothing to delete, nothing to say.

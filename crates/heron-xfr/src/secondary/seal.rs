@@ -66,6 +66,16 @@ pub fn write_sealed<W: Write>(
     out.write_all(b"\n")
 }
 
+/// Whether the file at `path` is one Heron wrote and sealed (its mark on
+/// the second line): what it may delete as its own.
+pub fn is_sealed_file(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(512);
+    let read = std::fs::File::open(path).and_then(|f| f.take(512).read_to_end(&mut head));
+    let second = head.split(|&b| b == b'\n').nth(1).unwrap_or_default();
+    read.is_ok() && second == SEALED_MARK.as_bytes()
+}
+
 /// Whether `text` may be used: a sealed file whose seal holds, or a file
 /// that was never sealed. Why not otherwise. A file counts as sealed by
 /// its mark or by a seal as its last line, so that one flip

@@ -907,6 +907,9 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     problems.extend(check_unique_origins(&zones));
     let shared = check_shared_files(&zones, (&secondaries, &consumed), &generated, &policies);
     problems.extend(shared);
+    let written = written_files(&zones, &secondaries, &generated, &policies);
+    let configured = configured_files(&file, path, base);
+    problems.extend(written_over_configured(written, &configured));
     let control = file.server.control.as_ref().map(|p| base.join(p));
     problems.extend(control.as_deref().and_then(control_path_problem));
     warnings.extend(control.as_deref().and_then(control_folder_missing));
@@ -2099,6 +2102,63 @@ fn check_shared_files(
     shared_files::conflicts(uses.into_iter().chain(temporaries))
 }
 
+/// The files zones write whole (kept copies, generated catalogs, zone
+/// files written back after updates, journals), with their zone.
+fn written_files<'a>(
+    zones: &'a [ZoneSpec],
+    secondaries: &[SecondaryZone],
+    catalogs: &[GeneratedCatalog],
+    policies: &'a HashMap<Name, ZonePolicy>,
+) -> Vec<(&'a Name, &'a Path)> {
+    let kept: HashSet<&Name> = secondaries.iter().map(|s| &s.origin).collect();
+    let generated: HashSet<&Name> = catalogs.iter().map(|c| &c.origin).collect();
+    let updated = |o: &Name| policies.get(o).is_some_and(|p| p.takes_updates());
+    let files = (zones.iter())
+        .filter(|z| kept.contains(&z.origin) || generated.contains(&z.origin) || updated(&z.origin))
+        .map(|z| (&z.origin, z.file.as_path()));
+    let journals =
+        (policies.iter()).filter_map(|(origin, p)| Some((origin, p.journal_file.as_deref()?)));
+    files.chain(journals).collect()
+}
+
+/// The files the configuration names for other uses than zones: itself,
+/// the TLS certificate and key, `[secondary] tls-ca`, the dnstap file.
+fn configured_files(file: &ConfigFile, path: &Path, base: &Path) -> Vec<(&'static str, PathBuf)> {
+    let named = [
+        ("[tls] certificate", file.tls.certificate.as_deref()),
+        ("[tls] key", file.tls.key.as_deref()),
+        ("[secondary] tls-ca", file.secondary.tls_ca.as_deref()),
+        (
+            "[dnstap] file",
+            file.dnstap.as_ref().and_then(|d| d.file.as_deref()),
+        ),
+    ];
+    let named = (named.into_iter()).filter_map(|(what, p)| Some((what, base.join(p?))));
+    std::iter::once(("the configuration file", path.to_path_buf()))
+        .chain(named)
+        .collect()
+}
+
+/// A file a zone writes that is also one of `configured` would be
+/// overwritten by the zone (black-box finding BQ-11: a kept copy named
+/// as the configuration file replaced it, secrets and all, at the first
+/// transfer).
+fn written_over_configured(
+    written: Vec<(&Name, &Path)>,
+    configured: &[(&'static str, PathBuf)],
+) -> Vec<String> {
+    let others: Vec<&Path> = configured.iter().map(|(_, p)| p.as_path()).collect();
+    (shared_files::among(written, &others).into_iter())
+        .map(|(origin, file, i)| {
+            format!(
+                "zone {origin}: {} is also {}: the zone writes that file, which would replace it; give the zone another file",
+                file.display(),
+                configured[i].0
+            )
+        })
+        .collect()
+}
+
 /// The files Heron writes beside a zone's file (or kept copy), `updated`
 /// if the zone takes updates, `journal` its journal file if it has one.
 fn files_beside<'a>(
@@ -3130,6 +3190,44 @@ udp-coalesce-us = 1001
             "[server]\nlisten = [\"127.0.0.1:5300\"]\n[metrics]\nlisten = \"127.0.0.1:5300\"\n",
         );
         assert!(whole.unwrap_err().join("; ").contains("[metrics] listen"));
+    }
+
+    /// BQ-11: a secondary's kept copy, or the file of a zone taking
+    /// updates, named as the configuration file, the TLS key or
+    /// certificate, the CA or the dnstap file is refused: the zone would
+    /// write over it. Another path is fine.
+    #[test]
+    fn a_file_a_zone_writes_may_not_be_a_file_the_configuration_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("heron.toml");
+        let load = |zone_file: &str, updates: bool| {
+            let zone = match updates {
+                false => "primaries = [\"192.0.2.1\"]",
+                true => "allow-update = [\"127.0.0.1 zonesub ANY\"]",
+            };
+            let text = format!(
+                "[tls]\nlisten = [\"127.0.0.1:8853\"]\ncertificate = \"tls/c.pem\"\nkey = \"tls/k.pem\"\n\
+                 [dnstap]\nfile = \"q.dnstap\"\n[secondary]\ntls-ca = \"ca.pem\"\n\
+                 [[zone]]\norigin = \"s.test\"\nfile = \"{zone_file}\"\n{zone}\n"
+            );
+            let file: ConfigFile = toml::from_str(&text).unwrap();
+            from_file(file, dir.path(), &config)
+                .err()
+                .unwrap_or_default()
+        };
+        let said = |errors: Vec<String>, what: &str| {
+            let want = format!("is also {what}: the zone writes that file");
+            errors.iter().any(|e| e.contains(&want))
+        };
+        assert!(said(load("heron.toml", false), "the configuration file"));
+        let errors = load("./tls/../heron.toml", true);
+        assert!(said(errors.clone(), "the configuration file"), "{errors:?}");
+        assert!(said(load("tls/k.pem", false), "[tls] key"));
+        assert!(said(load("tls/c.pem", true), "[tls] certificate"));
+        assert!(said(load("ca.pem", false), "[secondary] tls-ca"));
+        assert!(said(load("q.dnstap", false), "[dnstap] file"));
+        assert!(!said(load("s.kept", false), "the configuration file"));
+        assert!(!load("s.kept", false).iter().any(|e| e.contains("is also")));
     }
 
     #[test]

@@ -157,6 +157,22 @@ pub fn conflicts<'a>(uses: impl IntoIterator<Item = FileUse<'a>>) -> Vec<String>
     errors
 }
 
+/// Of `files`, those that resolve (as [`Paths::key`] resolves paths) to
+/// one of `others`: each with the index of that one.
+pub fn among<'a, T>(
+    files: impl IntoIterator<Item = (T, &'a Path)>,
+    others: &[&Path],
+) -> Vec<(T, &'a Path, usize)> {
+    let mut paths = Paths::default();
+    let keys: Vec<PathBuf> = others.iter().map(|other| paths.key(other)).collect();
+    let mut found = Vec::new();
+    for (tag, file) in files {
+        let key = paths.key(file);
+        found.extend(keys.iter().position(|k| *k == key).map(|i| (tag, file, i)));
+    }
+    found
+}
+
 /// The names of the files among `used` in each of `folders`, as octets:
 /// a file is in a folder if its own folder resolves to it as
 /// [`Paths::key`] resolves paths (the file itself is not followed if it

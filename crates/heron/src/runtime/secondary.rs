@@ -65,11 +65,7 @@ pub fn load_kept<Z: Borrow<SecondaryZone>>(zones: &[Z]) -> Vec<Option<Zone>> {
 /// Whether the file at `path` is one Heron wrote and sealed (its second
 /// line is the seal's mark), not a zone file of the operator's.
 fn is_sealed(path: &std::path::Path) -> bool {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(512);
-    let read = std::fs::File::open(path).and_then(|f| f.take(512).read_to_end(&mut head));
-    let second = head.split(|&b| b == b'\n').nth(1).unwrap_or_default();
-    read.is_ok() && second == heron_xfr::secondary::seal::SEALED_MARK.as_bytes()
+    heron_xfr::secondary::seal::is_sealed_file(path)
 }
 
 /// [`load_kept`], saying what it read (`what`) and of a copy that fails
@@ -969,15 +965,23 @@ fn same_zone(running: &SecondaryZone, wanted: &SecondaryZone) -> bool {
 /// for a zone signed here, its signed copy); says so at info if `told`,
 /// else at debug.
 fn delete_kept(file: &std::path::Path, told: bool) {
-    let paths = [
-        file,
-        &journal_file::path_for(file),
-        &consumed_copy(file),
-        &ceded_copy(file),
-        &signed_copy(file),
-        &crate::config::shared_files::beside(file, super::member_dirs::MEMBER_DIRS),
-    ];
+    // Only a copy Heron wrote (sealed) is its to delete: a `file` that
+    // named the operator's own file (a typo) is left (black-box finding
+    // BQ-11: removing such a zone deleted it).
+    let written = is_sealed(file);
+    if !written && file.exists() {
+        tracing::info!(file = %file.display(), "kept: not a copy Heron wrote (no seal), so not deleted with its zone");
+    }
+    let own = Some(file.to_path_buf()).filter(|_| written);
+    let paths = own.into_iter().chain([
+        journal_file::path_for(file),
+        consumed_copy(file),
+        ceded_copy(file),
+        signed_copy(file),
+        crate::config::shared_files::beside(file, super::member_dirs::MEMBER_DIRS),
+    ]);
     for path in paths {
+        let path = path.as_path();
         match std::fs::remove_file(path) {
             Ok(()) if told => {
                 tracing::info!(file = %path.display(), "deleted: no longer a kept copy (its zone removed, or kept at another path)")
