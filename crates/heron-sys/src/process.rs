@@ -106,6 +106,18 @@ pub fn hangup_held() -> bool {
     HANGUP_HELD.swap(false, Ordering::Relaxed)
 }
 
+/// From now on a write past the file-size limit (`ulimit -f`, systemd
+/// `LimitFSIZE=`) fails with `EFBIG`, which the writer handles as a full
+/// disk, instead of the kernel's SIGXFSZ ending the process.
+pub fn survive_file_size_limit() -> io::Result<()> {
+    // SAFETY: SIG_IGN is no handler to run; setting a disposition is
+    // sound at any time.
+    if unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) } == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The soft and hard limits on open files of this process.
 pub fn open_files_limit() -> (Option<u64>, Option<u64>) {
     limit(Resource::Nofile)
@@ -266,6 +278,14 @@ mod tests {
         signal_process(std::process::id(), Signal::HUP).unwrap();
         std::thread::sleep(Duration::from_millis(50));
         assert!(!hangup_held(), "not noted once released");
+    }
+
+    /// Ignored, SIGXFSZ sent to the process leaves it running.
+    #[test]
+    fn a_file_size_signal_is_survived() {
+        survive_file_size_limit().unwrap();
+        signal_process(std::process::id(), Signal::XFSZ).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
     }
 
     #[test]

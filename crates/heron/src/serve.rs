@@ -86,6 +86,12 @@ fn hold_hangups_while_starting() {
     if let Err(e) = heron_sys::process::hold_hangups() {
         tracing::warn!("cannot hold SIGHUP while starting: {e}");
     }
+    // A file past `LimitFSIZE=` is a failed write, as on a full disk,
+    // not the end of the server (black-box finding BO1: one journal write
+    // past it killed it; BIND answers SERVFAIL and goes on).
+    if let Err(e) = heron_sys::process::survive_file_size_limit() {
+        tracing::warn!("cannot ignore SIGXFSZ: {e}");
+    }
 }
 
 /// Reads the settings, loads the zones and serves them until told to

@@ -2882,3 +2882,51 @@ fn output_with_input(command: &mut Command, input: &str) -> std::process::Output
     drop(stdin);
     child.wait_with_output().unwrap()
 }
+
+/// Under a file-size limit (`ulimit -f`, systemd `LimitFSIZE=`), an
+/// update whose journal write would pass it is answered SERVFAIL, as on
+/// a full disk, and the server goes on serving (black-box finding BO1:
+/// the kernel's SIGXFSZ ended the server at the first such write).
+#[test]
+fn a_journal_write_past_the_file_size_limit_is_a_failed_update_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("upd.zone");
+    std::fs::write(&file, zone_text()).unwrap();
+    let port = free_port();
+    let config = dir.path().join("heron.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [[zone]]\norigin = \"{ZONE}\"\nfile = \"{}\"\nallow-update = [\"127.0.0.1 zonesub ANY\"]\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    // 8 KiB: the start writes less; one update of 40 long TXT records more.
+    let mut server = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -f 8; exec {} serve --config {}",
+            heron().display(),
+            config.display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    assert!(eventually(|| zone_serial(addr, ZONE).is_some()), "started");
+    let long = "x".repeat(250);
+    let adds: Vec<String> = (0..40)
+        .map(|i| format!("update add big{i}.{ZONE} 60 TXT \"{long}\""))
+        .collect();
+    let got = send(Client::Nsupdate, addr, None, true, &adds.join("\n"));
+    let alive = server.try_wait().unwrap().is_none();
+    let serial = zone_serial(addr, ZONE);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(alive, "the server was killed: nsupdate said {got}");
+    assert_eq!(got, "SERVFAIL");
+    assert_eq!(serial, Some(1), "the update taken back, the zone served");
+}
