@@ -1599,3 +1599,45 @@ fn a_restart_goes_on_past_a_serial_moved_far_by_updates() {
         again.log()
     );
 }
+
+/// An updated zone that cannot be signed (its served-serial file cannot
+/// be written: here a folder stands in its way, as a full disk would)
+/// answers its updates SERVFAIL with a limited number of log lines, and
+/// `heron ctl zone-status` says why until a batch is signed again
+/// (black-box finding BO2: a line per update, and zone-status silent).
+#[test]
+fn updates_that_cannot_be_signed_are_said_in_zone_status_and_limited_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), "");
+    let addr = server.addr();
+    assert_eq!(
+        nsupdate(addr, "update add first.sup.test 60 A 192.0.2.1"),
+        "NOERROR"
+    );
+    let serial_file = dir.path().join("keys").join(format!("{ZONE}.heron-serial"));
+    let _ = std::fs::remove_file(&serial_file);
+    std::fs::create_dir(&serial_file).unwrap();
+    for i in 0..14 {
+        let add = format!("update add n{i}.sup.test 60 A 192.0.2.1");
+        assert_eq!(nsupdate(addr, &add), "SERVFAIL", "update {i}");
+    }
+    let lines = server
+        .log()
+        .matches("the updated zone cannot be signed")
+        .count();
+    assert!(
+        (1..=10).contains(&lines),
+        "{lines} lines:\n{}",
+        server.log()
+    );
+    let (ok, said) = ctl(dir.path(), &["zone-status", ZONE]);
+    assert!(ok && said.contains("updated zone not signed"), "{said}");
+    assert!(said.contains(".heron-serial"), "{said}");
+    std::fs::remove_dir(&serial_file).unwrap();
+    assert_eq!(
+        nsupdate(addr, "update add last.sup.test 60 A 192.0.2.1"),
+        "NOERROR"
+    );
+    let (_, said) = ctl(dir.path(), &["zone-status", ZONE]);
+    assert!(!said.contains("updated zone not signed"), "{said}");
+}

@@ -287,6 +287,9 @@ impl Controller {
         if let Some(why) = self.transfers.unwritten.write_error(origin) {
             row["write_back_error"] = json!(why);
         }
+        if let Some(why) = crate::runtime::update::signing_error_of(origin) {
+            row["update_signing_error"] = json!(why);
+        }
     }
 
     /// What the refresh task says of every secondary zone (none if there

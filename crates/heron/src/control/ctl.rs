@@ -581,6 +581,10 @@ fn error_lines(data: &Value) -> String {
                     "write_back_error",
                     "zone file not written back (tried again every minute)",
                 ),
+                (
+                    "update_signing_error",
+                    "updated zone not signed, its updates answered SERVFAIL",
+                ),
             ];
             said.into_iter().filter_map(|(field, what)| {
                 let why = z[field].as_str()?;

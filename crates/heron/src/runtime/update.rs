@@ -1183,11 +1183,10 @@ fn sign_updated(
             Ok((signed, step)) => {
                 w.zone = Arc::new(signed);
                 w.steps = vec![step];
+                signing_failed(origin, None);
             }
             Err(why) => {
-                tracing::error!(
-                    "zone {origin}: the updated zone cannot be signed: {why}; its updates are answered SERVFAIL"
-                );
+                signing_failed(origin, Some(&why));
                 failed.push(origin.clone());
             }
         }
@@ -1198,6 +1197,41 @@ fn sign_updated(
             .filter(|(u, rcode)| u.request.origin == origin && *rcode == Rcode::NOERROR);
         of_zone.for_each(|(_, rcode)| *rcode = Rcode::SERVFAIL);
     }
+}
+
+/// Why the last updates of each signed zone could not be signed (a full
+/// disk under its key directory, a key file gone), until a batch is:
+/// `heron ctl zone-status` shows it (black-box finding BO2: nothing did).
+static SIGNING_FAILURES: std::sync::LazyLock<std::sync::Mutex<HashMap<Name, String>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Lines saying an updated zone could not be signed, per [`LOG_INTERVAL`]:
+/// one an update filled the log of a full disk (black-box finding BO2).
+static SIGNING_FAILED_LOG: std::sync::LazyLock<LogLimiter<1>> =
+    std::sync::LazyLock::new(|| LogLimiter::with_lines(LOG_INTERVAL, FAILED_LINES));
+
+/// Notes that `origin`'s updated zone could (None) or could not be
+/// signed, with a line for the latter (limited).
+fn signing_failed(origin: &Name, why: Option<&str>) {
+    let mut failures = SIGNING_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(why) = why else {
+        failures.remove(&origin.to_lowercase());
+        return;
+    };
+    failures.insert(origin.to_lowercase(), why.to_string());
+    if let Some(due) = SIGNING_FAILED_LOG.admit(0, heron_proto::time::unix_now()) {
+        let more = due.tail();
+        tracing::error!(
+            "zone {origin}: the updated zone cannot be signed: {why}; its updates are answered SERVFAIL{more}"
+        );
+    }
+}
+
+/// Why the last updates of `origin` (signed here) could not be signed,
+/// if they could not.
+pub(crate) fn signing_error_of(origin: &Name) -> Option<String> {
+    let failures = SIGNING_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
+    failures.get(&origin.to_lowercase()).cloned()
 }
 
 /// The update's log line (bounded: at most [`CHANGES_LOGGED`] changes
