@@ -2930,3 +2930,40 @@ fn a_journal_write_past_the_file_size_limit_is_a_failed_update_not_a_crash() {
     assert_eq!(got, "SERVFAIL");
     assert_eq!(serial, Some(1), "the update taken back, the zone served");
 }
+
+/// A zone holding updates its file lacks (`zonefile-sync = "never"`)
+/// made a secondary: the reload says the updates are dropped (its
+/// primary's version replaces them) and succeeds, and so do the reloads
+/// after it (black-box finding BQ-12: each failed, naming a `flush` that
+/// does nothing for a secondary).
+#[test]
+fn a_zone_holding_updates_made_a_secondary_reloads_cleanly() {
+    let file = zone_file("to-secondary");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
+    let addr = server.addr();
+    let add = "update add held.upd.test 60 A 192.0.2.70";
+    assert_eq!(
+        send(Client::Nsupdate, addr, Some("ops"), false, add),
+        "NOERROR"
+    );
+    let config = server.dir().join("heron.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let silent = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let secondary: String = (text.lines())
+        .filter(|l| !l.starts_with("zonefile-sync"))
+        .map(|l| match l.starts_with("allow-update") {
+            true => format!("primaries = [\"{silent}\"]\n"),
+            false => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(&config, secondary).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}\n{}", server.log());
+    assert!(
+        server.log().contains("a secondary zone now"),
+        "{}",
+        server.log()
+    );
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}");
+}

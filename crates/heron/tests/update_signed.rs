@@ -1641,3 +1641,29 @@ fn updates_that_cannot_be_signed_are_said_in_zone_status_and_limited_lines() {
     let (_, said) = ctl(dir.path(), &["zone-status", ZONE]);
     assert!(!said.contains("updated zone not signed"), "{said}");
 }
+
+/// In an NSEC3 zone whose only names are the apex and the NSEC3 owners
+/// the signer made, a DNAME at the apex is taken (as under NSEC, and as
+/// from the zone's file); one with a name of its own below stays refused
+/// (black-box finding BP-1: the NSEC3 owners counted as names below).
+#[test]
+fn an_apex_dname_is_taken_in_an_nsec3_zone_with_no_names_below() {
+    let dir = tempfile::tempdir().unwrap();
+    let apex_only = format!(
+        "$ORIGIN {ZONE}.\n$TTL 300\n@ SOA ns.example.net. h.example.net. 1 3600 600 86400 300\n\
+         @ NS ns.example.net.\n"
+    );
+    std::fs::write(dir.path().join("sup.zone"), apex_only).unwrap();
+    let server = start(dir.path(), "denial = \"nsec3\"");
+    let addr = server.addr();
+    let add = format!("update add {ZONE} 300 DNAME elsewhere.example.");
+    assert_eq!(nsupdate(addr, &add), "NOERROR", "{}", server.log());
+    assert!(axfr(addr).contains("DNAME"), "{}", server.log());
+    let delete = format!("update delete {ZONE} DNAME");
+    assert_eq!(nsupdate(addr, &delete), "NOERROR");
+    assert_eq!(
+        nsupdate(addr, "update add www.sup.test 60 A 192.0.2.1"),
+        "NOERROR"
+    );
+    assert_eq!(nsupdate(addr, &add), "REFUSED", "a name below now");
+}

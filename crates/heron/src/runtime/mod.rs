@@ -418,7 +418,10 @@ fn reconfigure(
         .collect();
     update::move_journals(xfr, &new.policies, |origin| files.file_of(origin));
     update_seen::move_notes(&xfr.primary.policies(), &new.policies);
-    let leaving = (&signed_now, &new.removed[..]);
+    let secondaries: std::collections::HashSet<Name> = (new.secondaries.iter())
+        .map(|z| z.origin.to_lowercase())
+        .collect();
+    let leaving = (&signed_now, &new.removed[..], &secondaries);
     let (still_signed, held) = update::write_back_leaving(catalog, xfr, &mut new.policies, leaving);
     for origin in still_signed {
         if let Some(signing) = xfr.signings.get(&origin) {

@@ -485,12 +485,15 @@ fn move_file(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()
 /// Under `zonefile-sync = "never"` the file is left alone, as promised:
 /// such a zone still configured keeps what it needs until `heron ctl
 /// flush` has written it ([`hold_under_never`]), said in the returned
-/// lines, which the reload's answer gives.
+/// lines, which the reload's answer gives; unless it is a secondary zone
+/// now (`secondaries`, lower-cased), whose primary's version replaces
+/// them, as said in a warning (black-box finding BQ-12: every reload
+/// failed after, and `flush` could not help a secondary).
 pub(crate) fn write_back_leaving(
     catalog: &SharedCatalog,
     xfr: &Transfers,
     policies: &mut HashMap<Name, ZonePolicy>,
-    (signed_now, removed): (&HashSet<Name>, &[Name]),
+    (signed_now, removed, secondaries): (&HashSet<Name>, &[Name], &HashSet<Name>),
 ) -> (Vec<Name>, Vec<String>) {
     // Zones whose signing stays until their file holds their updates.
     let mut still_signed = Vec::new();
@@ -516,6 +519,9 @@ pub(crate) fn write_back_leaving(
             None => "no longer configured",
         };
         let Some((path, _)) = &old.update.write_back else {
+            if dropped_as_a_secondary(&origin, secondaries) {
+                continue;
+            }
             match hold_under_never(&origin, (leaving, unsigned_now), old, new) {
                 Some(said) if unsigned_now => {
                     still_signed.push(origin);
@@ -637,6 +643,18 @@ fn hold_under_never(
             None
         }
     }
+}
+
+/// Whether `origin` is one of `secondaries` now, which the updates its
+/// file lacks do not outlive (its primary's version replaces them): said.
+fn dropped_as_a_secondary(origin: &Name, secondaries: &HashSet<Name>) -> bool {
+    let secondary = secondaries.contains(&origin.to_lowercase());
+    if secondary {
+        tracing::warn!(
+            "zone {origin}: a secondary zone now: the updates answered that its file lacks (zonefile-sync = \"never\") are dropped; its primary's version replaces them"
+        );
+    }
+    secondary
 }
 
 fn mark_held(journal: &std::path::Path) {
