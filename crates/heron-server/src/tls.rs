@@ -192,6 +192,38 @@ type LastRead = (
 
 static LAST_READ: std::sync::Mutex<Option<LastRead>> = std::sync::Mutex::new(None);
 
+/// What is wrong with the dates of the server's certificate (the first
+/// of the PEM chain in `chain`) at `now` (Unix seconds): expired, not yet
+/// valid, or expiring within a week. A reload that takes such a file is
+/// told so (black-box finding BQ-3: a renewal hook that deployed an old
+/// certificate was told all went well). None when the dates are fine or
+/// the file cannot be read as a certificate (the loading says why).
+pub fn validity_problem(chain: &Path, now: i64) -> Option<String> {
+    let pem = heron_sys::files::read_settings_file(chain).ok()?;
+    let der = CertificateDer::pem_slice_iter(&pem).next()?.ok()?;
+    validity_problem_of(&der, now).map(|why| format!("TLS: {}: {why}", chain.display()))
+}
+
+/// [`validity_problem`] for one certificate in DER.
+fn validity_problem_of(der: &[u8], now: i64) -> Option<String> {
+    const WEEK: i64 = 7 * 86_400;
+    let (_, certificate) = x509_parser::parse_x509_certificate(der).ok()?;
+    let validity = certificate.validity();
+    let (from, until) = (validity.not_before, validity.not_after);
+    if now > until.timestamp() {
+        return Some(format!(
+            "the certificate expired on {until}: clients that check it refuse every connection"
+        ));
+    }
+    if now < from.timestamp() {
+        return Some(format!(
+            "the certificate is not valid before {from}: clients that check it refuse every connection until then"
+        ));
+    }
+    (until.timestamp() - now < WEEK)
+        .then(|| format!("the certificate expires on {until}, within a week"))
+}
+
 fn read_config_files(
     chain: &Path,
     key: &Path,
@@ -288,5 +320,49 @@ mod tests {
     fn missing_files_are_named() {
         let err = server_config_from_files(Path::new("/nonexistent/c.pem"), Path::new("k.pem"));
         assert!(err.unwrap_err().starts_with("/nonexistent/c.pem"));
+    }
+
+    /// A certificate made for `from`..`until` (years).
+    fn dated(from: i32, until: i32) -> rcgen::Certificate {
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".into()]).unwrap();
+        params.not_before = rcgen::date_time_ymd(from, 1, 1);
+        params.not_after = rcgen::date_time_ymd(until, 1, 1);
+        let key = rcgen::KeyPair::generate().unwrap();
+        params.self_signed(&key).unwrap()
+    }
+
+    /// BQ-3: expired, not yet valid and expiring within a week are said;
+    /// a certificate in its dates, or bytes that are none, are not.
+    #[test]
+    fn a_certificate_out_of_its_dates_is_said() {
+        let day = 86_400;
+        let y2021 = 1_609_459_200; // 2021-01-01
+        let old = dated(2020, 2021);
+        let der = old.der().to_vec();
+        let expired = validity_problem_of(&der, y2021 + day).unwrap();
+        assert!(
+            expired.contains("expired on Jan  1 00:00:00 2021"),
+            "{expired}"
+        );
+        assert!(validity_problem_of(&der, y2021 - 30 * day).is_none());
+        let soon = validity_problem_of(&der, y2021 - 3 * day).unwrap();
+        assert!(soon.contains("within a week"), "{soon}");
+        let early = validity_problem_of(&der, y2021 - 400 * day).unwrap();
+        assert!(
+            early.contains("not valid before Jan  1 00:00:00 2020"),
+            "{early}"
+        );
+        for bytes in [&[][..], &[0x30, 0x82, 0xff][..], &der[..der.len() / 2]] {
+            assert!(validity_problem_of(bytes, y2021).is_none());
+        }
+        let pem = std::env::temp_dir().join(format!("heron-dated-{}.pem", std::process::id()));
+        std::fs::write(&pem, old.pem()).unwrap();
+        let said = validity_problem(&pem, y2021 + day);
+        let _ = std::fs::remove_file(&pem);
+        let said = said.unwrap();
+        assert!(
+            said.starts_with("TLS: ") && said.contains("heron-dated"),
+            "{said}"
+        );
     }
 }

@@ -527,6 +527,50 @@ fn handshake_trusting(chain: &Path, to: SocketAddr) -> bool {
     true
 }
 
+/// `heron reload` through `socket`, as a deploy hook runs it: what it
+/// said, which names the certificate applied.
+fn reload_applies_the_certificate(socket: &Path) -> String {
+    let out = std::process::Command::new(heron())
+        .args(["reload", "--socket"])
+        .arg(socket)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains("applied: [tls] certificate"), "{said}");
+    said
+}
+
+/// A certificate "renewed" with an expired one (a deploy hook that put
+/// back an old file) is taken, as the files say, but the reload's answer
+/// and `heron check-config` warn of its dates (black-box finding BQ-3:
+/// "ok: applied" and nothing else).
+#[test]
+fn a_reload_that_takes_an_expired_certificate_warns() {
+    let (_dir, chain, key) = certificate("expired");
+    let socket = std::env::temp_dir().join(format!("heron-tls-exp-{}.sock", std::process::id()));
+    let control = format!("control = \"{}\"\n", socket.display());
+    let (server, _) = heron_with_tls_server_and(&chain, &key, &control, "");
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    let old_key = rcgen::KeyPair::generate().unwrap();
+    std::fs::write(&chain, params.self_signed(&old_key).unwrap().pem()).unwrap();
+    std::fs::write(&key, old_key.serialize_pem()).unwrap();
+    let said = reload_applies_the_certificate(&socket);
+    assert!(
+        said.contains("warning: TLS: ") && said.contains("expired on"),
+        "{said}"
+    );
+    let check = std::process::Command::new(heron())
+        .arg("check-config")
+        .arg(server.dir().join("heron.toml"))
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&[&check.stdout[..], &check.stderr[..]].concat()).into_owned();
+    assert!(text.contains("the certificate expired on"), "{text}");
+}
+
 /// A certificate renewed in place (as certbot renews one) is presented to
 /// new connections after a reload, with no restart; the reload says so. A
 /// reload with the same files changes nothing.
@@ -542,13 +586,7 @@ fn a_reload_presents_a_certificate_renewed_in_place() {
     std::fs::copy(&new_chain, &chain).unwrap();
     std::fs::copy(&new_key, &key).unwrap();
     // `heron reload`, as a deploy hook runs it, says what it applied.
-    let out = std::process::Command::new(heron())
-        .args(["reload", "--socket"])
-        .arg(&socket)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(said.contains("applied: [tls] certificate"), "{said}");
+    reload_applies_the_certificate(&socket);
     let renewed = heron_testkit::eventually_within(Duration::from_secs(10), || {
         handshake_trusting(&new_chain, tls_addr)
     });

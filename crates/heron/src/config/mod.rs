@@ -369,6 +369,12 @@ impl TlsSection {
         let (settings, certificate, kept) =
             tls::server_config_from_files_noting(&files[0], &files[1])
                 .map_err(|e| format!("[tls]: {e}"))?;
+        // Said with what a reload answers, and by check-config.
+        let dated = tls::validity_problem(&files[0], heron_proto::time::unix_now() as i64);
+        let kept = match (kept, dated) {
+            (Some(kept), Some(dated)) => Some(format!("{kept}; {dated}")),
+            (kept, dated) => kept.or(dated),
+        };
         Ok(Some(TlsListen {
             listen: self.listen.clone(),
             settings,
@@ -923,6 +929,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     problems.extend(file.secondary.check());
     let sections = read_sections(&file, base, &mut problems);
     problems.extend(server_problems(&file, &sections, &secondaries));
+    warnings.extend(sections.tls.as_ref().and_then(|t| t.kept.clone()));
     if !problems.errors.is_empty() {
         return Err(problems.errors);
     }
