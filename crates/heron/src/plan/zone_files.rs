@@ -707,17 +707,23 @@ impl ZoneFiles {
         for spec in specs {
             // Another file, or other signing settings: read (and signed)
             // again, as a changed file is.
-            let kept = before
-                .remove(&spec.origin.to_lowercase())
-                .filter(|e| e.spec.file == spec.file && e.spec.signing == spec.signing);
+            let (kept, replaced) = match before.remove(&spec.origin.to_lowercase()) {
+                Some(e) if e.spec.file == spec.file && e.spec.signing == spec.signing => {
+                    (Some(e), None)
+                }
+                other => (None, other),
+            };
             let kept = kept.map(|e| Entry {
                 spec: spec.clone(),
                 ..e
             });
+            // Its version stays served until the new file loads: LOADED
+            // says when that one was (black-box finding BQ-2: `-`).
+            let loaded_at = replaced.and_then(|e| e.loaded_at);
             self.entries.push(kept.unwrap_or_else(|| Entry {
                 spec: spec.clone(),
                 loaded: None,
-                loaded_at: None,
+                loaded_at,
                 last_error: None,
                 failed_stamp: None,
             }));
@@ -1543,6 +1549,16 @@ mod tests {
         assert!(files.configures(&name("C.TEST")) && !files.configures(&name("b.test")));
         assert!(files.loaded_at(&name("a.test")).unwrap().is_some());
         assert_eq!(files.loaded_at(&name("b.test")), None);
+        // BQ-2: given a file that does not load, the version served is
+        // still the one loaded before, and LOADED says when.
+        let before = files.loaded_at(&name("a.test")).unwrap();
+        files.reconfigure(&[
+            spec("a.test", &dir.join("missing.zone")),
+            spec("c.test", &c),
+        ]);
+        let (_, out) = files.load_changed(&cat);
+        assert_eq!(out.failed, 1);
+        assert_eq!(files.loaded_at(&name("a.test")).unwrap(), before);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
