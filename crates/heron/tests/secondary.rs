@@ -1876,6 +1876,12 @@ fn removing_a_secondary_leaves_a_file_heron_never_wrote() {
     std::fs::write(&ready, zone_text(1, "").replace("xfr.test", "ready.test")).unwrap();
     let notes = dir.path().join("notes.txt");
     std::fs::write(&notes, "the operator's notes\n").unwrap();
+    // Files beside it of another server's (BIND's journal and signed
+    // copy): left too (regression hunt BR-3).
+    let beside = ["notes.txt.jnl", "notes.txt.signed", "notes.txt.ceded"];
+    for name in beside {
+        std::fs::write(dir.path().join(name), "not Heron's\n").unwrap();
+    }
     let silent = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let port = free_port();
     let ready_zone = format!(
@@ -1897,6 +1903,11 @@ fn removing_a_secondary_leaves_a_file_heron_never_wrote() {
     );
     let text = std::fs::read_to_string(&notes).unwrap_or_else(|e| panic!("{e}: {}", heron.log()));
     assert_eq!(text, "the operator's notes\n");
+    assert!(
+        beside.iter().all(|name| dir.path().join(name).exists()),
+        "{}",
+        heron.log()
+    );
 }
 
 /// A restarted secondary answers from its kept copies from its first

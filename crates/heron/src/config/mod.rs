@@ -2129,7 +2129,8 @@ fn written_files<'a>(
 }
 
 /// The files the configuration names for other uses than zones: itself,
-/// the TLS certificate and key, `[secondary] tls-ca`, the dnstap file.
+/// the TLS certificate and key, `[secondary] tls-ca`, the dnstap file or
+/// socket, the control socket.
 fn configured_files(file: &ConfigFile, path: &Path, base: &Path) -> Vec<(&'static str, PathBuf)> {
     let named = [
         ("[tls] certificate", file.tls.certificate.as_deref()),
@@ -2139,6 +2140,11 @@ fn configured_files(file: &ConfigFile, path: &Path, base: &Path) -> Vec<(&'stati
             "[dnstap] file",
             file.dnstap.as_ref().and_then(|d| d.file.as_deref()),
         ),
+        (
+            "[dnstap] socket",
+            file.dnstap.as_ref().and_then(|d| d.socket.as_deref()),
+        ),
+        ("[server] control", file.server.control.as_deref()),
     ];
     let named = (named.into_iter()).filter_map(|(what, p)| Some((what, base.join(p?))));
     std::iter::once(("the configuration file", path.to_path_buf()))
@@ -3233,6 +3239,14 @@ udp-coalesce-us = 1001
         assert!(said(load("tls/c.pem", true), "[tls] certificate"));
         assert!(said(load("ca.pem", false), "[secondary] tls-ca"));
         assert!(said(load("q.dnstap", false), "[dnstap] file"));
+        // BR-4: the control socket too.
+        let text = "[server]\ncontrol = \"ctl.sock\"\n\
+                    [[zone]]\norigin = \"s.test\"\nfile = \"ctl.sock\"\nprimaries = [\"192.0.2.1\"]\n";
+        let file: ConfigFile = toml::from_str(text).unwrap();
+        let errors = from_file(file, dir.path(), &config)
+            .err()
+            .unwrap_or_default();
+        assert!(said(errors, "[server] control"), "BR-4");
         assert!(!said(load("s.kept", false), "the configuration file"));
         assert!(!load("s.kept", false).iter().any(|e| e.contains("is also")));
     }

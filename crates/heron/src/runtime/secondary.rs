@@ -970,7 +970,10 @@ fn delete_kept(file: &std::path::Path, told: bool) {
     // BQ-11: removing such a zone deleted it).
     let written = is_sealed(file);
     if !written && file.exists() {
-        tracing::info!(file = %file.display(), "kept: not a copy Heron wrote (no seal), so not deleted with its zone");
+        // Nor the files beside it, which are that file's (BIND's journal
+        // and inline-signing copy; regression hunt BR-3).
+        tracing::info!(file = %file.display(), "kept: not a copy Heron wrote (no seal), so neither it nor the files beside it are deleted with its zone");
+        return;
     }
     let own = Some(file.to_path_buf()).filter(|_| written);
     let paths = own.into_iter().chain([
@@ -980,8 +983,13 @@ fn delete_kept(file: &std::path::Path, told: bool) {
         signed_copy(file),
         crate::config::shared_files::beside(file, super::member_dirs::MEMBER_DIRS),
     ]);
+    let signed = signed_copy(file);
     for path in paths {
         let path = path.as_path();
+        // A signed copy Heron wrote is sealed; another is not its own.
+        if path == signed && path.exists() && !is_sealed(path) {
+            continue;
+        }
         match std::fs::remove_file(path) {
             Ok(()) if told => {
                 tracing::info!(file = %path.display(), "deleted: no longer a kept copy (its zone removed, or kept at another path)")
