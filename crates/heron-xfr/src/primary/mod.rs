@@ -425,7 +425,8 @@ impl Primary {
         // The failure is the batch's, which the file is cut back for: the
         // next step need not rewrite it whole.
         let failures = self.journal_failures_of(origin);
-        self.update_history(origin, |history| history.take_back(steps, failures));
+        let take_back = |history: &mut History| history.take_back(steps, failures);
+        self.update_history_sending(origin, take_back, JournalWriter::take_back);
     }
 
     /// The zone file of `origin` holds serial `serial`, and the journal
@@ -568,6 +569,17 @@ impl Primary {
         origin: &Name,
         update: impl FnOnce(&mut History) -> C,
     ) {
+        self.update_history_sending(origin, update, JournalWriter::change);
+    }
+
+    /// [`Primary::update_history`], the changes handed to the writer by
+    /// `send` (a take-back is marked as one).
+    fn update_history_sending<C: IntoIterator<Item = journal::file::FileChange>>(
+        &self,
+        origin: &Name,
+        update: impl FnOnce(&mut History) -> C,
+        send: fn(&JournalWriter, &Path, &Name, journal::file::FileChange),
+    ) {
         let policy = self.policy(origin);
         let path = self.files.get().and(policy.journal_path());
         let mut journals = self.journals.lock().unwrap();
@@ -579,7 +591,10 @@ impl Primary {
         let first = path.and_then(|_| history.keep_in_file());
         let changes = update(history);
         if let (Some(writer), Some(path)) = (self.files.get(), path) {
-            (first.into_iter().chain(changes)).for_each(|c| writer.change(path, origin, c));
+            if let Some(first) = first {
+                writer.change(path, origin, first);
+            }
+            changes.into_iter().for_each(|c| send(writer, path, origin, c));
         }
     }
 
