@@ -759,12 +759,23 @@ fn a_member_configured_by_hand_later_wins_and_the_others_survive_a_restart() {
 /// (black-box finding BQ-8).
 #[test]
 fn a_signed_member_by_hand_is_not_handed_back_unsigned_under_its_ds() {
-    let dir = work_dir("by-hand-signed");
+    signed_member_by_hand_taken_out("by-hand-signed", false);
+}
+
+/// The same with the zone configured by hand from the start, so that the
+/// catalog's version listing it was rejected ("configured by hand
+/// already") and is read again once the hand lets go (regression hunt
+/// BR-1: that path was not refused).
+#[test]
+fn a_signed_zone_by_hand_before_its_catalog_listed_it_is_not_handed_over_unsigned() {
+    signed_member_by_hand_taken_out("by-hand-signed-first", true);
+}
+
+/// b.test signed by hand (from the start, or over the catalog's member),
+/// its CDS published, then taken out of the configuration: refused.
+fn signed_member_by_hand_taken_out(tag: &str, from_start: bool) {
+    let dir = work_dir(tag);
     let (_primary, consumer_port, config) = primary_of_a_and_b(&dir);
-    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &config)
-        .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
-    let addr = consumer.addr();
-    assert!(eventually(|| zone_serial(addr, "b.test") == Some(1)));
     let hand = dir.join("b-by-hand.zone");
     // TTLs of a second: the key steps wait for them.
     let text = "$ORIGIN b.test.\n$TTL 1\n@ SOA ns hostmaster 77 3600 600 86400 1\n@ NS ns\n\
@@ -778,14 +789,18 @@ fn a_signed_member_by_hand_is_not_handed_back_unsigned_under_its_ds() {
         hand.display(),
         dir.join("keys").display()
     );
+    let first = if from_start { &signed } else { &config };
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, first)
+        .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));
+    let addr = consumer.addr();
     let socket = dir.join("ctl.sock");
-    reconfigure(&consumer, &socket, &signed);
+    if !from_start {
+        assert!(eventually(|| zone_serial(addr, "b.test") == Some(1)));
+        reconfigure(&consumer, &socket, &signed);
+    }
     let answers = |qtype: RType| {
-        let query = build_query(
-            &Name::parse("b.test").unwrap(),
-            qtype,
-            &QueryOpts::default(),
-        );
+        let b = Name::parse("b.test").unwrap();
+        let query = build_query(&b, qtype, &QueryOpts::default());
         try_query_udp(addr, &query).map_or(0, |r| Message::parse(&r).unwrap().answers.len())
     };
     let cds = heron_testkit::eventually_within(std::time::Duration::from_secs(30), || {

@@ -594,7 +594,9 @@ impl Primary {
             if let Some(first) = first {
                 writer.change(path, origin, first);
             }
-            changes.into_iter().for_each(|c| send(writer, path, origin, c));
+            changes
+                .into_iter()
+                .for_each(|c| send(writer, path, origin, c));
         }
     }
 

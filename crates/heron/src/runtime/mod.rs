@@ -258,7 +258,7 @@ fn rebuild(
     // Named zones are re-read alone; the configuration waits for a
     // whole reload.
     let reread = match selection.zones {
-        None => files.reread_config(&|origin: &Name| catalogs_list(xfr, origin)),
+        None => files.reread_config(&|origin: &Name| catalogs_list(xfr, &current, origin)),
         Some(_) => Ok(None),
     };
     let config = match reread {
@@ -488,10 +488,22 @@ fn reconfigure(
 /// The secondary zones among `resigned` (whose signing a reload changed)
 /// that ran before and run still: their `dnssec-policy` changed (those
 /// added or removed are said so).
-/// Whether a consumed catalog lists `origin` (lower-cased).
-fn catalogs_list(xfr: &Transfers, origin: &Name) -> bool {
+/// Whether a consumed catalog lists `origin` (lower-cased): among the
+/// members it took, or in the version of it `served` (one rejected for a
+/// member configured by hand, which is read again once the hand lets go:
+/// regression hunt BR-1).
+fn catalogs_list(xfr: &Transfers, served: &Catalog, origin: &Name) -> bool {
     let running = xfr.secondaries.lock().unwrap_or_else(|e| e.into_inner());
-    running.as_ref().is_some_and(|r| r.catalogs_list(origin))
+    let Some(running) = running.as_ref() else {
+        return false;
+    };
+    let in_version = |catalog: &Name| {
+        let members = served
+            .get(catalog)
+            .map(|z| heron_xfr::catalog_zone::parse_zone(z));
+        members.is_some_and(|m| m.is_ok_and(|m| m.keys().any(|z| z.to_lowercase() == *origin)))
+    };
+    running.catalogs_list(origin) || running.catalogs().iter().any(in_version)
 }
 
 fn secondaries_resigned(

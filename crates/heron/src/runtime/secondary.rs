@@ -495,6 +495,11 @@ impl Running {
         self.consumers.lists(origin)
     }
 
+    /// The consumed catalogs (lower-cased).
+    pub fn catalogs(&self) -> Vec<Name> {
+        self.consumers.names()
+    }
+
     pub fn runs(&self, origin: &Name) -> bool {
         self.zones.get(&OwnOrigin, origin).is_some()
     }
