@@ -2831,8 +2831,8 @@ fn a_failed_notify_is_logged_with_its_zone_and_peer() {
 /// Listening on the wildcard addresses, a query and an UPDATE over UDP
 /// sent to one of the host's addresses (127.0.0.2, ::1) are answered from
 /// that address: dig and nsupdate drop an answer from another (the
-/// route's choice, 127.0.0.1), as every resolver does. NSD and Knot
-/// answer from the address asked.
+/// route's choice, 127.0.0.1), as every resolver does. Knot answers
+/// from the address asked.
 #[test]
 fn on_wildcard_addresses_answers_leave_from_the_address_asked() {
     let file = zone_file("wildcard");

@@ -1634,10 +1634,25 @@ fn updates_that_cannot_be_signed_are_said_in_zone_status_and_limited_lines() {
     assert!(ok && said.contains("updated zone not signed"), "{said}");
     assert!(said.contains(".heron-serial"), "{said}");
     std::fs::remove_dir(&serial_file).unwrap();
-    assert_eq!(
-        nsupdate(addr, "update add last.sup.test 60 A 192.0.2.1"),
-        "NOERROR"
-    );
+    let last = "update add last.sup.test 60 A 192.0.2.1";
+    assert_eq!(nsupdate(addr, last), "NOERROR");
+    let (_, said) = ctl(dir.path(), &["zone-status", ZONE]);
+    assert!(!said.contains("updated zone not signed"), "{said}");
+    // No longer signed here: nothing of it is said (regression hunt
+    // BR-6: a failure stayed after the policy went).
+    std::fs::remove_file(&serial_file).unwrap();
+    std::fs::create_dir(&serial_file).unwrap();
+    let add = "update add again.sup.test 60 A 192.0.2.1";
+    assert_eq!(nsupdate(addr, add), "SERVFAIL");
+    let config = server.dir().join("heron.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let unsigned: String = (text.lines())
+        .filter(|l| !l.starts_with("dnssec-policy =") && !l.starts_with("key-directory ="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&config, unsigned).unwrap();
+    let (ok, said) = ctl(dir.path(), &["reconfigure"]);
+    assert!(ok, "{said}");
     let (_, said) = ctl(dir.path(), &["zone-status", ZONE]);
     assert!(!said.contains("updated zone not signed"), "{said}");
 }

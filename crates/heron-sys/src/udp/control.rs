@@ -5,8 +5,8 @@
 //!
 //! Without the first, a host of several addresses answers a query sent to
 //! one of them from whichever address the route prefers, and the client
-//! drops the answer as coming from a stranger (NSD and Knot answer from
-//! the address asked, as a resolver expects).
+//! drops the answer as coming from a stranger (Knot answers from the
+//! address asked, as a resolver expects; BIND binds each address).
 //!
 //! Control messages are read and written as bytes in the layout the
 //! kernel uses on 64-bit Linux (checked against libc's `CMSG_*` in the

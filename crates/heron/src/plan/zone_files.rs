@@ -621,8 +621,10 @@ impl ZoneFiles {
             .map(|z| lower(&z.origin))
             .chain(settings.signed_secondaries.iter().map(|(o, _)| lower(o)))
             .collect();
+        // A generated catalog too (regression hunt BR-7).
         let served_next: HashSet<Name> = (settings.zones.iter().map(|z| lower(&z.origin)))
             .chain(settings.secondaries.iter().map(|z| lower(&z.origin)))
+            .chain(settings.generated_catalogs.iter().map(|c| lower(&c.origin)))
             .collect();
         self.signed_now()
             .filter(|(origin, _)| !signed_next.contains(&lower(origin)))

@@ -301,8 +301,7 @@ fn rebuild(
     // A zone served again holding updates is said, as a held zone is.
     let held = [config.held, held_again].concat();
     not_applied(&mut outcome, (config.dnstap_failed, config.warnings), held);
-    // After the removals: a catalog rejected for a zone configured by
-    // hand is taken once the hand lets go of it.
+    // After the removals: a catalog rejected for a hand's zone is taken.
     if let (Some(_), Some(running)) = (&config.catalogs, xfr.secondaries.lock().unwrap().as_mut()) {
         running.reconsume(&mut next, &xfr.primary);
     }
@@ -311,6 +310,7 @@ fn rebuild(
         outcome.generated = catalog_producer::update(catalogs, &mut next);
     }
     take_frozen_edits(&mut next, marked, xfr);
+    update::forget_signing_failures(&current, &next, xfr);
     (outcome.warnings).extend(zone_files::serials_left_behind(&current, &next));
     // Journal first, then swap: an IXFR for the new serial must find
     // its step; then notify, once the new version is served.

@@ -1245,6 +1245,19 @@ fn signing_failed(origin: &Name, why: Option<&str>) {
     }
 }
 
+/// At a reload from `current` to `next`: the signing failures of zones
+/// no longer served, no longer signed here, or served in a new version
+/// (signed again, so signing works) are over (regression hunt BR-6: they
+/// stayed until an update was signed).
+pub(crate) fn forget_signing_failures(current: &Catalog, next: &Catalog, xfr: &Transfers) {
+    let mut failures = SIGNING_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
+    failures.retain(|origin, _| {
+        let (before, now) = (current.get(origin), next.get(origin));
+        let same = matches!((before, now), (Some(b), Some(n)) if Arc::ptr_eq(b, n));
+        same && xfr.signings.get(origin).is_some()
+    });
+}
+
 /// Why the last updates of `origin` (signed here) could not be signed,
 /// if they could not.
 pub(crate) fn signing_error_of(origin: &Name) -> Option<String> {

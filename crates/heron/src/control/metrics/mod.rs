@@ -330,12 +330,15 @@ fn file_failed(
 
 /// Whether a file of `origin` cannot be written now: its journal, its
 /// zone file (updates written back) or its kept copy (black-box finding:
-/// a full disk refused every update, and no metric said so).
+/// a full disk refused every update, and no metric said so); or its
+/// updated version could not be signed (a full disk under its key
+/// directory, regression hunt BR-10).
 fn write_failing(controller: &Controller, origin: &Name) -> bool {
     let transfers = &controller.transfers;
     transfers.primary.journal_error_of(origin).is_some()
         || transfers.unwritten.write_error(origin).is_some()
         || heron_xfr::secondary::keeper::failing_copy_of(origin).is_some()
+        || crate::runtime::update::signing_error_of(origin).is_some()
 }
 
 /// Each consumed catalog zone, and whether its newest version is
