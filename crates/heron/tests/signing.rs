@@ -852,6 +852,23 @@ fn a_signed_zone_made_a_plain_secondary_elsewhere_is_refused() {
     zone_taken_out(&server, &config_path, &signed);
 }
 
+/// The same made a generated catalog (no policy, served unsigned): refused
+/// (regression hunt BR-7).
+#[test]
+fn a_signed_zone_made_a_generated_catalog_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, config_path, signed) = signed_with_cds_published(dir.path());
+    let catalog = without_policy(&signed, |l| match l.starts_with("file =") {
+        true => format!("{l}\ncatalog = \"generate\"\n"),
+        false => format!("{l}\n"),
+    });
+    reload_is_refused_for_its_ds(&server, &config_path, catalog);
+    assert!(
+        !short_answer(&server, ORIGIN, "DNSKEY").trim().is_empty(),
+        "still signed"
+    );
+}
+
 /// `dig +dnssec +norec` for `name`/`qtype`: the answer's status and its
 /// authority section's records, one per line.
 fn dig_authority(server: &ServerProcess, name: &str, qtype: &str) -> (String, Vec<String>) {
