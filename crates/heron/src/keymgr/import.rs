@@ -9,9 +9,8 @@
 //! retired, is taken as in place). Every key is checked before anything is
 //! written, so a refused key leaves the key directory as it was.
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use heron_dnssec::dnskey::{self, FLAG_SEP};
@@ -718,14 +717,7 @@ fn ensure_private_directory(dir: &Path) -> Result<(), String> {
 
 /// A new owner-only (0600) file, never over another.
 fn write_private(path: &Path, text: &str) -> Result<(), String> {
-    let mut out = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.sync_all())
+    crate::plan::key_state::write_new_private(path, text)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 

@@ -833,6 +833,26 @@ fn first_warning_for(path: &Path) -> bool {
     warned.get_or_insert_default().insert(path.to_path_buf())
 }
 
+/// Writes `text` to a new file at `path`, owner-only (0600), never over
+/// another file, and whole or not at all: written and synced under a
+/// temporary name first, then linked into place (a failed write, a full
+/// disk or `ulimit -f`, left an empty key file that stopped the zone from
+/// loading until removed by hand: regression hunt BR-12). `AlreadyExists`
+/// when `path` is taken.
+pub fn write_new_private(path: &Path, text: &str) -> std::io::Result<()> {
+    let tmp = crate::config::shared_files::beside(path, crate::config::shared_files::TEMPORARY);
+    let written = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut out| out.write_all(text.as_bytes()).and_then(|()| out.sync_all()))
+        .and_then(|()| fs::hard_link(&tmp, path));
+    let _ = fs::remove_file(&tmp);
+    written
+}
+
 /// Tries to make a key whose file name (zone, algorithm, tag, role) is
 /// not taken: two keys with one tag are possible, one file per name is not.
 const GENERATE_TRIES: usize = 8;
@@ -848,19 +868,11 @@ pub fn generate(dir: &Path, zone: &str, request: KeyRequest, now: UnixTime) -> R
             KeyFile::generate(zone, role, algorithm, now).map_err(|e| e.to_string())?;
         let name = file.file_name(&key);
         let path = dir.join(&name);
-        let mut out = match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-        {
-            Ok(out) => out,
+        match write_new_private(&path, &file.to_text()) {
+            Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(format!("cannot write {}: {e}", path.display())),
-        };
-        out.write_all(file.to_text().as_bytes())
-            .and_then(|()| out.sync_all())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
         let tag = ZoneKey::new(key, role).tag;
         tracing::info!(
             zone,
@@ -998,6 +1010,32 @@ mod tests {
 
     fn origin() -> Name {
         Name::parse("k.test.").unwrap()
+    }
+
+    /// BR-12: a key file is written whole or not at all, owner-only, and
+    /// never over another; a write that fails leaves no file (here the
+    /// temporary name is taken by a folder, as a full disk fails a write).
+    #[test]
+    fn a_key_file_is_written_whole_or_not_at_all() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("Kk.test+013+00001.csk.heron-key");
+        write_new_private(&path, "key one\n").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "key one\n");
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let again = write_new_private(&path, "key two\n").unwrap_err();
+        assert_eq!(again.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "key one\n");
+        let other = dir.path().join("Kk.test+013+00002.csk.heron-key");
+        fs::create_dir(crate::config::shared_files::beside(&other, ".tmp")).unwrap();
+        assert!(write_new_private(&other, "key\n").is_err());
+        assert!(!other.exists(), "no file left behind");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
     }
 
     fn split() -> Policy {
