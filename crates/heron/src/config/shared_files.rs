@@ -90,7 +90,12 @@ pub fn beside(file: &Path, suffix: &str) -> PathBuf {
 /// file, then renamed over it (a crash leaves the old file or the new).
 pub fn replace_file(path: &Path, text: &[u8]) -> std::io::Result<()> {
     let tmp = beside(path, TEMPORARY);
-    std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path))
+    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        // A write cut short (a full disk, a file-size limit) leaves none.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 impl Use {
