@@ -604,12 +604,19 @@ fn read_served(dir: &Path, origin: &Name) -> Option<ServedSerial> {
 /// A kept serial that cannot be read is said (black-box finding: a
 /// garbage or empty one was passed over in silence), and not used: the
 /// serial may then go back to the file's or the signed copy's.
+/// Said once for each file and reason: it is read at each signing, and an
+/// update signed each time said it again (regression hunt BR-6: a line
+/// an update). The set holds the serial files of the zones signed here.
 fn unreadable_serial(origin: &Name, path: &Path, why: &str) -> Option<ServedSerial> {
-    tracing::warn!(
-        zone = %origin,
-        "the serial last served, kept in {}, cannot be read ({why}): not used, so the serial served may go back",
-        path.display()
-    );
+    static SAID: Mutex<Option<HashSet<(std::path::PathBuf, String)>>> = Mutex::new(None);
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if said.get_or_insert_default().insert((path.to_path_buf(), why.to_string())) {
+        tracing::warn!(
+            zone = %origin,
+            "the serial last served, kept in {}, cannot be read ({why}): not used, so the serial served may go back",
+            path.display()
+        );
+    }
     None
 }
 
@@ -695,6 +702,7 @@ pub fn unsigned_serial_past_the_signed(origin: &Name, file_serial: u32) -> Optio
     let written = fs::write(&tmp, format!("{serial}\nfile {file_serial}\n"))
         .and_then(|()| fs::rename(&tmp, &path));
     if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
         // Served all the same: this serial is past every one served.
         tracing::warn!(zone = %origin, "cannot keep the serial served in {}: {e}; a restart may serve an older one", path.display());
     }
@@ -716,9 +724,11 @@ fn write_served_serial(dir: &Path, origin: &Name, serial: u32) -> Result<(), Str
 fn write_serial_text(dir: &Path, origin: &Name, text: &str) -> Result<(), String> {
     let path = served_serial_path(dir, origin);
     let tmp = path.with_extension("heron-serial.tmp");
-    fs::write(&tmp, text)
-        .and_then(|()| fs::rename(&tmp, &path))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    let written = fs::write(&tmp, text).and_then(|()| fs::rename(&tmp, &path));
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written.map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// The serial of a new signing: the file's, unless the version served
