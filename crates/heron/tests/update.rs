@@ -2979,6 +2979,12 @@ fn a_zone_holding_updates_made_a_secondary_reloads_cleanly() {
         "{}",
         server.log()
     );
+    // Said both ways, as a secondary made a primary is (BR-13, BQ-10).
+    let both = [
+        "primary zones removed: upd.test.",
+        "secondary zones added: upd.test.",
+    ];
+    assert!(both.iter().all(|s| said.contains(s)), "{said}");
     let (ok, said) = ctl(&socket, &["reconfigure"]);
     assert!(ok, "{said}");
 }

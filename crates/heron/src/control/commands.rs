@@ -850,7 +850,10 @@ impl Controller {
         secondaries_changed.dedup();
         let data = json!({
             "added": { "primary": names(&outcome.added), "secondary": names(&secondaries.added) },
-            "removed": { "primary": names(&outcome.removed), "secondary": names(&secondaries.removed) },
+            "removed": {
+                "primary": names(&[&outcome.removed[..], &outcome.made_secondary].concat()),
+                "secondary": names(&secondaries.removed),
+            },
             "changed": { "primary": names(&outcome.changed), "secondary": secondaries_changed },
             "dnssec_policy_changed": names(&outcome.resigned),
             "zone_files_read": outcome.loaded,

@@ -610,7 +610,10 @@ fn read_served(dir: &Path, origin: &Name) -> Option<ServedSerial> {
 fn unreadable_serial(origin: &Name, path: &Path, why: &str) -> Option<ServedSerial> {
     static SAID: Mutex<Option<HashSet<(std::path::PathBuf, String)>>> = Mutex::new(None);
     let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
-    if said.get_or_insert_default().insert((path.to_path_buf(), why.to_string())) {
+    if said
+        .get_or_insert_default()
+        .insert((path.to_path_buf(), why.to_string()))
+    {
         tracing::warn!(
             zone = %origin,
             "the serial last served, kept in {}, cannot be read ({why}): not used, so the serial served may go back",

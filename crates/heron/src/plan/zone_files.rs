@@ -213,6 +213,9 @@ pub struct Reconfigured {
     pub policies: HashMap<Name, ZonePolicy>,
     /// Zones no longer configured: to stop serving.
     pub removed: Vec<Name>,
+    /// Zones from files that are secondary zones now (served until their
+    /// first transfer lands).
+    pub made_secondary: Vec<Name>,
     /// Zone files newly configured, and those given another file.
     pub added: Vec<Name>,
     pub refiled: Vec<Name>,
@@ -301,6 +304,10 @@ pub struct Outcome {
     pub added: Vec<Name>,
     /// Zones no longer in the configuration, no longer served.
     pub removed: Vec<Name>,
+    /// Zones from files made secondary zones: said as primary zones
+    /// removed (and secondary zones added), as the other way round is
+    /// (regression hunt BR-13, BQ-10).
+    pub made_secondary: Vec<Name>,
     /// Zones from files given another file or other transfer settings.
     pub changed: Vec<Name>,
     /// Secondary zones given other transfer settings (ACLs, NOTIFY
@@ -394,7 +401,10 @@ impl Outcome {
         let secondaries = &self.secondaries;
         let lists = [
             ("primary zones added", &self.added),
-            ("primary zones removed", &self.removed),
+            (
+                "primary zones removed",
+                &[&self.removed[..], &self.made_secondary].concat(),
+            ),
             ("primary zones changed", &self.changed),
             ("secondary zones added", &secondaries.added),
             ("secondary zones removed", &secondaries.removed),
@@ -566,15 +576,12 @@ impl ZoneFiles {
             .filter(|origin| !configured.contains(origin));
         // A zone that became a secondary keeps serving until its first
         // transfer lands; one that became a generated catalog is replaced.
-        let removed = self
+        let (removed, made_secondary): (Vec<Name>, Vec<Name>) = self
             .reconfigure(&specs)
             .into_iter()
             .chain(catalogs_dropped)
-            .filter(|origin| {
-                let origin = origin.to_lowercase();
-                !secondaries.contains(&origin) && !self.catalogs.contains(&origin)
-            })
-            .collect();
+            .filter(|origin| !self.catalogs.contains(&origin.to_lowercase()))
+            .partition(|origin| !secondaries.contains(&origin.to_lowercase()));
         if let Some(source) = &mut self.config {
             source.live = settings.live;
         }
@@ -587,6 +594,7 @@ impl ZoneFiles {
             query_policy: std::mem::take(&mut settings.shield.query_policy),
             policies: settings.policies,
             removed,
+            made_secondary,
             added,
             refiled,
             resigned,

@@ -207,6 +207,7 @@ type Listed = (
     Vec<&'static str>,
     Vec<&'static str>,
     Vec<Name>,
+    Vec<Name>,
 );
 
 /// `[secondary]` and the TLS trust it names, for the refresh task.
@@ -221,6 +222,7 @@ fn listed_in(outcome: &mut Outcome, listed: Listed) {
         outcome.needs_restart,
         outcome.applied,
         outcome.resigned,
+        outcome.made_secondary,
     ) = listed;
     outcome.resigned_files = outcome.resigned.len();
 }
@@ -481,6 +483,7 @@ fn reconfigure(
             new.left_for_restart,
             applied,
             new.resigned,
+            new.made_secondary,
         ),
     }
 }
