@@ -771,24 +771,81 @@ fn a_signed_zone_by_hand_before_its_catalog_listed_it_is_not_handed_over_unsigne
     signed_member_by_hand_taken_out("by-hand-signed-first", true);
 }
 
+/// `config` with `zone` configured by hand from a file of its own in
+/// `dir`, signed under a policy of seconds (TTLs of a second: the key
+/// steps wait for them).
+fn signed_by_hand(dir: &Path, zone: &str, config: &str) -> String {
+    let own = dir.join(format!("{zone}-by-hand.zone"));
+    let text = format!(
+        "$ORIGIN {zone}.\n$TTL 1\n@ SOA ns hostmaster 77 3600 600 86400 1\n@ NS ns\n\
+         ns A 192.0.2.1\n"
+    );
+    std::fs::write(&own, text).unwrap();
+    format!(
+        "{config}[[dnssec-policy]]\nname = \"fast\"\npropagation-delay = \"1s\"\n\
+         dnskey-ttl = \"1s\"\nretire-safety = \"1s\"\n\
+         [[zone]]\norigin = \"{zone}\"\nfile = \"{}\"\ndnssec-policy = \"fast\"\n\
+         key-directory = \"{}\"\n",
+        own.display(),
+        dir.join("keys").display()
+    )
+}
+
+/// A zone signed here, its CDS published, taken out (nothing else serves
+/// it: allowed), then listed by the consumed catalog: not served as an
+/// unsigned member while its state file says the DS may be at the parent
+/// (regression hunt BR-2).
+#[test]
+fn a_signed_zone_taken_out_is_not_served_unsigned_when_a_catalog_lists_it() {
+    let dir = work_dir("signed-then-member");
+    let (primary, consumer_port, config) = primary_of_a_and_b(&dir);
+    let signed = signed_by_hand(&dir, "c.test", &config);
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, "c.test", &signed)
+        .unwrap_or_else(|log| panic!("Heron did not serve c.test: {log}"));
+    let addr = consumer.addr();
+    let answers = |qtype: RType| {
+        let c = Name::parse("c.test").unwrap();
+        let query = build_query(&c, qtype, &QueryOpts::default());
+        try_query_udp(addr, &query).map_or(0, |r| Message::parse(&r).unwrap().answers.len())
+    };
+    let cds = heron_testkit::eventually_within(std::time::Duration::from_secs(30), || {
+        answers(RType::CDS) > 0
+    });
+    assert!(cds, "{}", consumer.log());
+    let socket = dir.join("ctl.sock");
+    reconfigure(&consumer, &socket, &config);
+    assert_eq!(rcode(addr, "c.test", RType::SOA), Some(Rcode::REFUSED));
+    let members = [
+        ("a", "a.test", None),
+        ("b", "b.test", None),
+        ("c", "c.test", None),
+    ];
+    std::fs::write(
+        dir.join(format!("{CATALOG}.zone")),
+        catalog_text(2, &members),
+    )
+    .unwrap();
+    std::fs::write(dir.join("c.test.zone"), member_text("c.test")).unwrap();
+    primary.reload();
+    assert!(
+        consumer.wait_for_log("catalog member not served"),
+        "{}",
+        consumer.log()
+    );
+    assert_eq!(
+        rcode(addr, "c.test", RType::SOA),
+        Some(Rcode::REFUSED),
+        "not served unsigned"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// b.test signed by hand (from the start, or over the catalog's member),
 /// its CDS published, then taken out of the configuration: refused.
 fn signed_member_by_hand_taken_out(tag: &str, from_start: bool) {
     let dir = work_dir(tag);
     let (_primary, consumer_port, config) = primary_of_a_and_b(&dir);
-    let hand = dir.join("b-by-hand.zone");
-    // TTLs of a second: the key steps wait for them.
-    let text = "$ORIGIN b.test.\n$TTL 1\n@ SOA ns hostmaster 77 3600 600 86400 1\n@ NS ns\n\
-                ns A 192.0.2.1\n";
-    std::fs::write(&hand, text).unwrap();
-    let signed = format!(
-        "{config}[[dnssec-policy]]\nname = \"fast\"\npropagation-delay = \"1s\"\n\
-         dnskey-ttl = \"1s\"\nretire-safety = \"1s\"\n\
-         [[zone]]\norigin = \"b.test\"\nfile = \"{}\"\ndnssec-policy = \"fast\"\n\
-         key-directory = \"{}\"\n",
-        hand.display(),
-        dir.join("keys").display()
-    );
+    let signed = signed_by_hand(&dir, "b.test", &config);
     let first = if from_start { &signed } else { &config };
     let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, first)
         .unwrap_or_else(|log| panic!("Heron did not serve the catalog: {log}"));

@@ -12,7 +12,7 @@
 //! keymgr` run beside the server holds alone: neither drops the other's
 //! change either.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -133,6 +133,7 @@ pub fn step(
     now: UnixTime,
 ) -> Result<Step, String> {
     ensure_private_directory(dir)?;
+    note_key_directory(dir);
     let zone = zone_text(origin);
     let path = state_path(dir, &zone);
     let lock = file_lock(&path);
@@ -444,6 +445,7 @@ pub fn unsigned_with_ds_among(
     let mut unsigned = key_notes::unsigned_zones(settings);
     unsigned.retain(|(origin, _)| among(origin));
     let default = key_notes::default_key_directory(config);
+    note_key_directory(&default);
     let mut refused = unsigned_with_ds(unsigned.iter().map(|(origin, _)| *origin), &default);
     // Each directory the notes name is listed once, for all its zones.
     let mut by_directory: HashMap<PathBuf, Vec<&Name>> = HashMap::new();
@@ -457,9 +459,18 @@ pub fn unsigned_with_ds_among(
 }
 
 /// Of `origins`, those whose state file in `dir` refuses their unsigning,
-/// each with why. The directory is listed once: most of 100,000 unsigned
-/// zones have no state file, and are not looked up one by one.
+/// each with why.
 fn unsigned_with_ds<'a>(origins: impl Iterator<Item = &'a Name>, dir: &Path) -> Vec<String> {
+    with_ds_in(origins, dir)
+        .into_iter()
+        .map(|(_, why)| why)
+        .collect()
+}
+
+/// Of `origins`, those whose state file in `dir` says a DS may be at the
+/// parent, each with why. The directory is listed once: most of 100,000
+/// unsigned zones have no state file, and are not looked up one by one.
+fn with_ds_in<'a>(origins: impl Iterator<Item = &'a Name>, dir: &Path) -> Vec<(&'a Name, String)> {
     let Ok(listing) = fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -471,12 +482,49 @@ fn unsigned_with_ds<'a>(origins: impl Iterator<Item = &'a Name>, dir: &Path) -> 
         .filter_map(|origin| {
             let why = unsigning_refused(origin, dir)?;
             let path = state_path(dir, &zone_text(origin));
-            Some(format!(
+            let said = format!(
                 "{why}; if the parent holds no DS of it, move {} away",
                 path.display()
-            ))
+            );
+            Some((origin, said))
         })
         .collect()
+}
+
+/// The key directories this server signed from or looked in this run
+/// (each `key-directory`, and the default beside the configuration): where
+/// a zone signed here before, since taken out, has its state file.
+static KNOWN_KEY_DIRECTORIES: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+fn note_key_directory(dir: &Path) {
+    let mut known = KNOWN_KEY_DIRECTORIES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if !known.contains(dir) {
+        known.insert(dir.to_path_buf());
+    }
+}
+
+/// Of `origins` (catalog members, served unsigned), those whose state
+/// file in a key directory of this run says a DS may be at the parent:
+/// each with why. A signed zone taken out, then listed by a consumed
+/// catalog, would be served bogus (regression hunt BR-2).
+pub fn members_held_for_their_ds<'a>(origins: &[&'a Name]) -> Vec<(&'a Name, String)> {
+    let known: Vec<PathBuf> = {
+        let known = KNOWN_KEY_DIRECTORIES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        known.iter().cloned().collect()
+    };
+    let mut held: Vec<(&Name, String)> = Vec::new();
+    for dir in &known {
+        let left = origins
+            .iter()
+            .copied()
+            .filter(|o| held.iter().all(|(h, _)| h != o));
+        held.extend(with_ds_in(left, dir));
+    }
+    held
 }
 
 /// The zone's state file as recorded, if there is one.

@@ -810,6 +810,7 @@ impl Running {
                 }
             }
         }
+        hold_for_their_ds(&mut added, primary);
         (added, to_delete)
     }
 
@@ -949,6 +950,31 @@ impl Running {
 
 /// Whether `running` is kept fresh as `wanted` asks: same primaries,
 /// file and catalog.
+/// Leaves out of `added` the catalog members (served unsigned) that a
+/// key state file of this run says may have a DS at the parent: a zone
+/// signed here and taken out, then listed by a catalog, would be bogus to
+/// every validator (regression hunt BR-2). Said; served after a restart
+/// once the state file is moved away.
+fn hold_for_their_ds(added: &mut Vec<SecondaryZone>, primary: &Primary) {
+    let members: Vec<&Name> = (added.iter())
+        .filter(|z| z.catalog.is_some())
+        .map(|z| &z.origin)
+        .collect();
+    let held: HashSet<Name> = crate::plan::key_state::members_held_for_their_ds(&members)
+        .into_iter()
+        .map(|(origin, why)| {
+            tracing::error!(zone = %origin, "catalog member not served: {why} (then restart)");
+            origin.to_lowercase()
+        })
+        .collect();
+    if held.is_empty() {
+        return;
+    }
+    added.retain(|z| !held.contains(&z.origin.to_lowercase()));
+    held.iter()
+        .for_each(|origin| primary.set_member_policy(origin, None));
+}
+
 /// Whether two paths name one file: the same file if both exist, else
 /// the same absolute path (`./a` and `a` alike). A copy "moved" to where
 /// it already is must not be deleted after it is written.
