@@ -89,10 +89,15 @@ pub fn update(catalogs: &[GeneratedCatalog], next: &mut Catalog) -> Vec<heron_pr
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
-    let mut file = std::fs::File::create(&tmp)?;
-    file.write_all(text.as_bytes())?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut file| file.write_all(text.as_bytes()).and_then(|()| file.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        // Cut short (a full disk, a file-size limit): none left holding
+        // the space (regression hunt BR-19).
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// Seconds since 1970, as a serial counts them (mod 2^32).
