@@ -290,6 +290,12 @@ impl Controller {
         if let Some(why) = crate::runtime::update::signing_error_of(origin) {
             row["update_signing_error"] = json!(why);
         }
+        // A signed primary's kept signed copy (`FILE.signed`), as a
+        // secondary's kept copy is said (regression hunt BR-15: the
+        // metric counted it, zone-status said nothing).
+        if let Some(why) = heron_xfr::secondary::keeper::failing_copy_of(origin) {
+            row["kept_copy_error"] = json!(why);
+        }
     }
 
     /// What the refresh task says of every secondary zone (none if there
