@@ -913,9 +913,8 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     problems.extend(check_unique_origins(&zones));
     let shared = check_shared_files(&zones, (&secondaries, &consumed), &generated, &policies);
     problems.extend(shared);
-    let written = written_files(&zones, &secondaries, &generated, &policies);
-    let configured = configured_files(&file, path, base);
-    problems.extend(written_over_configured(written, &configured));
+    let by = (&zones[..], &secondaries[..], &generated[..], &policies);
+    problems.extend(written_where_they_may_not_be(by, &file, (base, path)));
     let control = file.server.control.as_ref().map(|p| base.join(p));
     problems.extend(control.as_deref().and_then(control_path_problem));
     warnings.extend(control.as_deref().and_then(control_folder_missing));
@@ -2152,6 +2151,57 @@ fn configured_files(file: &ConfigFile, path: &Path, base: &Path) -> Vec<(&'stati
         .collect()
 }
 
+/// Files zones write that would replace a file the configuration names
+/// for something else, or that are in a key directory.
+fn written_where_they_may_not_be(
+    (zones, secondaries, generated, policies): ZonesBy,
+    file: &ConfigFile,
+    (base, path): (&Path, &Path),
+) -> Vec<String> {
+    let written = written_files(zones, secondaries, generated, policies);
+    let configured = configured_files(file, path, base);
+    let mut problems = written_in_key_directories(&written, &key_directories(zones, base));
+    problems.extend(written_over_configured(written, &configured));
+    problems
+}
+
+/// The zones of a configuration, by role, and their transfer policies.
+type ZonesBy<'a> = (
+    &'a [ZoneSpec],
+    &'a [SecondaryZone],
+    &'a [GeneratedCatalog],
+    &'a HashMap<Name, ZonePolicy>,
+);
+
+/// Every zone's key directory, and the default one.
+fn key_directories(zones: &[ZoneSpec], base: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = (zones.iter())
+        .filter_map(|z| Some(z.signing.as_ref()?.key_directory.clone()))
+        .chain(std::iter::once(base.join("keys")))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// A file a zone writes in a key directory could replace a private key
+/// or a zone's key state (regression hunt BR-16: a kept copy named as a
+/// key file overwrote it, and the zone never loaded again).
+fn written_in_key_directories(written: &[(&Name, &Path)], dirs: &[PathBuf]) -> Vec<String> {
+    let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    let folders =
+        (written.iter()).filter_map(|(origin, file)| Some(((*origin, *file), file.parent()?)));
+    (shared_files::among(folders, &dirs).into_iter())
+        .map(|((origin, file), _, i)| {
+            format!(
+                "zone {origin}: {} is in the key directory {}, which holds keys only: give the zone a file elsewhere",
+                file.display(),
+                dirs[i].display()
+            )
+        })
+        .collect()
+}
+
 /// A file a zone writes that is also one of `configured` would be
 /// overwritten by the zone (black-box finding BQ-11: a kept copy named
 /// as the configuration file replaced it, secrets and all, at the first
@@ -3239,6 +3289,11 @@ udp-coalesce-us = 1001
         assert!(said(load("tls/c.pem", true), "[tls] certificate"));
         assert!(said(load("ca.pem", false), "[secondary] tls-ca"));
         assert!(said(load("q.dnstap", false), "[dnstap] file"));
+        // BR-16: nor in a key directory, the default one included.
+        let in_keys =
+            |errors: Vec<String>| errors.iter().any(|e| e.contains("is in the key directory"));
+        assert!(in_keys(load("keys/Ks.test+013+00001.csk.heron-key", false)));
+        assert!(!in_keys(load("kept/s.zone", false)));
         // BR-4: the control socket too.
         let text = "[server]\ncontrol = \"ctl.sock\"\n\
                     [[zone]]\norigin = \"s.test\"\nfile = \"ctl.sock\"\nprimaries = [\"192.0.2.1\"]\n";

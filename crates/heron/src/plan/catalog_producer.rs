@@ -90,7 +90,10 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let written = std::fs::File::create(&tmp)
-        .and_then(|mut file| file.write_all(text.as_bytes()).and_then(|()| file.sync_all()))
+        .and_then(|mut file| {
+            file.write_all(text.as_bytes())
+                .and_then(|()| file.sync_all())
+        })
         .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
         // Cut short (a full disk, a file-size limit): none left holding
