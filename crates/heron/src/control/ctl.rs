@@ -626,7 +626,10 @@ fn keys_table(data: &Value) -> String {
                 text_of(&k["tag"]),
                 text_of(&k["algorithm"]),
                 text_of(&k["role"]),
-                text_of(&k["goal"]),
+                match k["roll_requested"] == Value::Bool(true) {
+                    true => format!("{} (roll asked)", text_of(&k["goal"])),
+                    false => text_of(&k["goal"]),
+                },
                 text_of(&k["dnskey"]),
                 text_of(&k["rrsig"]),
                 text_of(&k["ds"]),
@@ -903,6 +906,18 @@ mod tests {
             "{table}"
         );
         assert!(status_table(&zones(0)).contains("primary zones    5\n"));
+    }
+
+    /// BP-2: a rollover asked for and not begun shows in the key table.
+    #[test]
+    fn a_key_whose_roll_is_asked_says_so() {
+        let key = |asked: bool| {
+            serde_json::json!([{"tag": 29842, "algorithm": 13, "role": "zsk", "goal": "omnipresent",
+                    "dnskey": "rumoured", "rrsig": "rumoured", "ds": null,
+                    "next": "DNSKEY omnipresent", "next_at": null, "roll_requested": asked}])
+        };
+        assert!(keys_table(&key(true)).contains("omnipresent (roll asked)"));
+        assert!(!keys_table(&key(false)).contains("roll asked"));
     }
 
     #[test]

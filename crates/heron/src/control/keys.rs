@@ -63,6 +63,9 @@ impl Controller {
                     "ds": status.ds.map(state_name),
                     "next": status.next.what(),
                     "next_at": status.next.at(),
+                    // Asked by `heron ctl roll`, not begun yet (black-box
+                    // finding BP-2: nothing showed it was taken).
+                    "roll_requested": key.roll_requested,
                 })
             })
             .collect();
