@@ -1220,29 +1220,48 @@ fn sign_updated(
 /// Why the last updates of each signed zone could not be signed (a full
 /// disk under its key directory, a key file gone), until a batch is:
 /// `heron ctl zone-status` shows it (black-box finding BO2: nothing did).
-static SIGNING_FAILURES: std::sync::LazyLock<std::sync::Mutex<HashMap<Name, String>>> =
+static SIGNING_FAILURES: std::sync::LazyLock<std::sync::Mutex<HashMap<Name, SigningFailure>>> =
     std::sync::LazyLock::new(Default::default);
 
-/// Lines saying an updated zone could not be signed, per [`LOG_INTERVAL`]:
-/// one an update filled the log of a full disk (black-box finding BO2).
-static SIGNING_FAILED_LOG: std::sync::LazyLock<LogLimiter<1>> =
-    std::sync::LazyLock::new(|| LogLimiter::with_lines(LOG_INTERVAL, FAILED_LINES));
+/// A zone's updates that could not be signed, and its log lines.
+struct SigningFailure {
+    why: String,
+    /// When its last line was written (Unix seconds).
+    said_at: u64,
+    /// Failures since that line.
+    unsaid: u64,
+}
 
 /// Notes that `origin`'s updated zone could (None) or could not be
-/// signed, with a line for the latter (limited).
+/// signed, with a line for the latter: each zone's first failure, then at
+/// most one a [`LOG_INTERVAL`] counting the others (black-box finding
+/// BO2: a line an update; regression hunt BR-14: one limit for every
+/// zone left a second failing zone unnamed).
 fn signing_failed(origin: &Name, why: Option<&str>) {
     let mut failures = SIGNING_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
     let Some(why) = why else {
         failures.remove(&origin.to_lowercase());
         return;
     };
-    failures.insert(origin.to_lowercase(), why.to_string());
-    if let Some(due) = SIGNING_FAILED_LOG.admit(0, heron_proto::time::unix_now()) {
-        let more = due.tail();
-        tracing::error!(
-            "zone {origin}: the updated zone cannot be signed: {why}; its updates are answered SERVFAIL{more}"
-        );
+    let now = heron_proto::time::unix_now();
+    let failure = (failures.entry(origin.to_lowercase())).or_insert(SigningFailure {
+        why: String::new(),
+        said_at: 0,
+        unsaid: 0,
+    });
+    failure.why = why.to_string();
+    if now.saturating_sub(failure.said_at) < LOG_INTERVAL {
+        failure.unsaid += 1;
+        return;
     }
+    let more = match failure.unsaid {
+        0 => String::new(),
+        n => format!(" (and {n} more times since the last line)"),
+    };
+    (failure.said_at, failure.unsaid) = (now, 0);
+    tracing::error!(
+        "zone {origin}: the updated zone cannot be signed: {why}; its updates are answered SERVFAIL{more}"
+    );
 }
 
 /// At a reload from `current` to `next`: the signing failures of zones
@@ -1262,7 +1281,7 @@ pub(crate) fn forget_signing_failures(current: &Catalog, next: &Catalog, xfr: &T
 /// if they could not.
 pub(crate) fn signing_error_of(origin: &Name) -> Option<String> {
     let failures = SIGNING_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
-    failures.get(&origin.to_lowercase()).cloned()
+    failures.get(&origin.to_lowercase()).map(|f| f.why.clone())
 }
 
 /// The update's log line (bounded: at most [`CHANGES_LOGGED`] changes
