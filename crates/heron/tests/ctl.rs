@@ -984,6 +984,17 @@ fn reconfigure_adds_and_removes_primary_and_secondary_zones_and_reports_it() {
     std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
     let (_, out, _) = ctl(&socket, &["reconfigure"]);
     assert_eq!(out, "ok: applied: [log] levels\n", "back");
+    // What the configuration warns of is said in the answer too, as
+    // check-config says it (regression hunt BR-17: the log alone).
+    let empty_xdp = format!("{config}[xdp]\n");
+    std::fs::write(server.dir().join("heron.toml"), &empty_xdp).unwrap();
+    let (code, out, _) = ctl(&socket, &["reconfigure"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("warning: ") && out.contains("[xdp] has no listen entry"),
+        "{out}"
+    );
+    std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
 
     // Listeners and workers wait for a restart, and say so.
     let more_workers = config.replace("workers = 1", "workers = 2");

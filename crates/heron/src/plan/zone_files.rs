@@ -248,9 +248,10 @@ pub struct Reconfigured {
     /// The TLS certificate as its files hold it now, for the listeners to
     /// take if it was renewed.
     pub tls_certificate: Option<Arc<heron_server::tls::CertificateSlot>>,
-    /// Why the certificate read before was kept (its files could not be
-    /// looked at), for the reload's answer.
-    pub tls_kept: Option<String>,
+    /// What the configuration warns of (a TLS certificate kept or out
+    /// of its dates, an `[xdp]` with no entry...): said in the reload's
+    /// answer too, as `heron check-config` says it (regression hunt BR-17).
+    pub warnings: Vec<String>,
 }
 
 /// What a reload that serves `next` after `current` should say of the
@@ -604,7 +605,7 @@ impl ZoneFiles {
             keys: settings.keys,
             log: settings.log,
             left_for_restart,
-            tls_kept: settings.server.tls.as_ref().and_then(|t| t.kept.clone()),
+            warnings: std::mem::take(&mut settings.warnings),
             tls_certificate: settings.server.tls.map(|t| t.certificate),
         }))
     }

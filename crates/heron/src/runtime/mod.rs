@@ -472,7 +472,7 @@ fn reconfigure(
     Reconfiguration {
         dnstap_failed,
         held,
-        warnings: new.tls_kept.into_iter().collect(),
+        warnings: new.warnings,
         removed: new.removed,
         secondaries: Some((new.secondaries, new.consumed, (new.secondary, new.xot))),
         catalogs: Some(new.catalogs),

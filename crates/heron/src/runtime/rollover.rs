@@ -636,7 +636,9 @@ pub(crate) fn roll(dir: PathBuf, origin: &Name, name: &str) -> Result<String, St
         // A key still being introduced (its DNSKEY not yet everywhere)
         // holds it too (black-box finding BP-2: "under way" was said of
         // a first key's introduction).
-        false => "once the keys' step under way (a rollover, or a key's introduction) is done; `heron ctl keys` shows it asked",
+        false => {
+            "once the keys' step under way (a rollover, or a key's introduction) is done; `heron ctl keys` shows it asked"
+        }
     };
     let said = format!("{} rolls over: {when}", rolled.join(", "));
     tracing::info!(zone = %origin, "DNSSEC: heron ctl roll: {said}");
