@@ -919,6 +919,7 @@ fn from_file(file: ConfigFile, base: &Path, path: &Path) -> Result<Settings, Vec
     problems.extend(control.as_deref().and_then(control_path_problem));
     warnings.extend(control.as_deref().and_then(control_folder_missing));
     warnings.extend(xdp_without_listen(&file, path));
+    warnings.extend(no_zone_configured((&zones, &secondaries, &consumed), path));
     // A reload replaces the processor's query ACLs.
     live.add_hashed("zones' allow-query", &query_acl_lines(&query_acls));
     let shield = server_shield(&file.server, &keys, query_acls).unwrap_or_else(|e| {
@@ -1248,6 +1249,20 @@ fn listen_conflicts(
         }
     }
     problems
+}
+
+/// A configuration of no zone at all (a truncated file?): a reload of it
+/// stops serving every zone, and the secondaries' copies go unless
+/// `[secondary] keep-removed` (black-box finding BQ-4: said nothing).
+fn no_zone_configured(
+    (zones, secondaries, consumed): (&[ZoneSpec], &[SecondaryZone], &[CatalogConfig]),
+    path: &Path,
+) -> Option<String> {
+    let none = zones.is_empty() && secondaries.is_empty() && consumed.is_empty();
+    none.then(|| format!(
+        "{}: no zone is configured: a reload of this file stops serving every zone (and deletes the secondary zones' kept copies unless [secondary] keep-removed = true)",
+        path.display()
+    ))
 }
 
 /// An `[xdp]` section naming no interface is almost surely a mistake: the
@@ -3325,6 +3340,11 @@ udp-coalesce-us = 1001
                 .any(warned)
         );
         assert!(!parse("").unwrap().warnings.iter().any(warned));
+        // BQ-4: a file of no zone at all is warned of.
+        let nothing = |w: &String| w.contains("no zone is configured");
+        assert!(parse("").unwrap().warnings.iter().any(nothing));
+        let one = "[[zone]]\norigin = \"s.test\"\nfile = \"s.zone\"\nprimaries = [\"192.0.2.1\"]\n";
+        assert!(!parse(one).unwrap().warnings.iter().any(nothing));
         let twice = parse("[xdp]\nlisten = [\"eth0@53\", \"eth0@053\"]\n").unwrap_err();
         let said = |e: &String| e.ends_with("[xdp] listen: eth0@53 is listed twice");
         assert!(twice.iter().any(said), "{twice:?}");
