@@ -884,12 +884,21 @@ fn check_config_fails_on_a_dnstap_file_that_cannot_be_created() {
 fn check_config_warns_of_an_xdp_interface_this_machine_lacks() {
     let dir = tempdir("check-config-xdp");
     let config = dir.join("xdp.toml");
+    // A zone: a file of none is warned of too.
+    let zone = dir.join("x.zone");
+    std::fs::write(
+        &zone,
+        "$ORIGIN x.test.\n@ 60 SOA ns h 1 2 3 4 5\n@ 60 NS ns\nns 60 A 192.0.2.1\n",
+    )
+    .unwrap();
     let with_interface = |name: &str| {
         std::fs::write(
             &config,
             format!(
                 "[server]\nlisten = [\"127.0.0.1:53\", \"127.0.0.1:5353\"]\n\
-                 [xdp]\nlisten = [\"{name}@53\", \"{name}@5353\"]\n"
+                 [xdp]\nlisten = [\"{name}@53\", \"{name}@5353\"]\n\
+                 [[zone]]\norigin = \"x.test\"\nfile = \"{}\"\n",
+                zone.display()
             ),
         )
         .unwrap();
