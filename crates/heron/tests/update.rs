@@ -2988,3 +2988,41 @@ fn a_zone_holding_updates_made_a_secondary_reloads_cleanly() {
     let (ok, said) = ctl(&socket, &["reconfigure"]);
     assert!(ok, "{said}");
 }
+
+/// A zone holding updates (`zonefile-sync = "never"`) moved to a copy of
+/// its file (`cp`, then reconfigure): its journal follows, and the next
+/// start takes the copy for what the journal leads on from, not for an
+/// edit made after the last update (black-box finding BQ-6: it warned of
+/// an edit that never happened).
+#[test]
+fn a_zone_file_copied_to_a_new_path_is_no_edit_at_the_next_start() {
+    let file = zone_file("copied");
+    let (server, socket) = start_with_control(&file, "zonefile-sync = \"never\"");
+    let add = "update add held.upd.test 60 A 192.0.2.70";
+    assert_eq!(
+        send(Client::Nsupdate, server.addr(), Some("ops"), false, add),
+        "NOERROR"
+    );
+    let moved = file.with_file_name("moved.zone");
+    std::fs::copy(&file, &moved).unwrap();
+    let config = server.dir().join("heron.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let at = |f: &Path| f.display().to_string();
+    std::fs::write(&config, text.replace(&at(&file), &at(&moved))).unwrap();
+    let (ok, said) = ctl(&socket, &["reconfigure"]);
+    assert!(ok, "{said}");
+    let server = restarted(server, ZONE);
+    assert!(
+        !server
+            .log()
+            .contains("changed after the journal's last update"),
+        "{}",
+        server.log()
+    );
+    assert_eq!(
+        a(server.addr(), "held.upd.test").len(),
+        1,
+        "{}",
+        server.log()
+    );
+}
