@@ -296,6 +296,9 @@ impl Controller {
         if let Some(why) = heron_xfr::secondary::keeper::failing_copy_of(origin) {
             row["kept_copy_error"] = json!(why);
         }
+        if let Some(why) = crate::plan::catalog_producer::write_error_of(origin) {
+            row["write_back_error"] = json!(why);
+        }
     }
 
     /// What the refresh task says of every secondary zone (none if there

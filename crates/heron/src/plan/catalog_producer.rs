@@ -71,12 +71,18 @@ pub fn update(catalogs: &[GeneratedCatalog], next: &mut Catalog) -> Vec<heron_pr
             members = generated.members.len(),
             "catalog zone generated"
         );
-        if let Err(e) = write_atomically(&generated.file, &text) {
-            tracing::error!(
-                zone = %generated.origin,
-                "cannot keep the catalog in {}: {e}; after a restart its serial comes from the clock",
-                generated.file.display()
-            );
+        let mut failures = WRITE_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
+        match write_atomically(&generated.file, &text) {
+            Ok(()) => _ = failures.remove(&generated.origin.to_lowercase()),
+            Err(e) => {
+                tracing::error!(
+                    zone = %generated.origin,
+                    "cannot keep the catalog in {}: {e}; after a restart its serial comes from the clock",
+                    generated.file.display()
+                );
+                let why = format!("{}: {e}", generated.file.display());
+                failures.insert(generated.origin.to_lowercase(), why);
+            }
         }
         next.insert(zone);
         changed.push(generated.origin.clone());
@@ -86,6 +92,20 @@ pub fn update(catalogs: &[GeneratedCatalog], next: &mut Catalog) -> Vec<heron_pr
 
 /// Writes `text` to a new file beside `path`, syncs it and renames it
 /// over `path`: after a crash the file is the old or the new version.
+/// Why each generated catalog's file could not be written, until its
+/// next version is: `heron ctl zone-status` and the `write_failing`
+/// count say so (regression hunt BR-19: one log line alone).
+static WRITE_FAILURES: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<heron_proto::Name, String>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// Why the file of the generated catalog `origin` was not written, if
+/// its last version's was not.
+pub fn write_error_of(origin: &heron_proto::Name) -> Option<String> {
+    let failures = WRITE_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
+    failures.get(&origin.to_lowercase()).cloned()
+}
+
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
@@ -135,6 +155,36 @@ mod tests {
     fn serial(catalog: &Catalog) -> u32 {
         let origin = Name::parse("catalog.invalid").unwrap();
         catalog.get(&origin).unwrap().serial()
+    }
+
+    /// BR-19: a catalog file that cannot be written is said (zone-status,
+    /// the write_failing count) until a version of it is; its temporary
+    /// is not left behind.
+    #[test]
+    fn a_catalog_file_not_written_is_said_until_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocked = dir.path().join("blocked");
+        std::fs::write(&blocked, "a file where a folder should be").unwrap();
+        let mut catalog = catalog_in(&blocked, &["a.test"]);
+        // Its own origin: the other tests' catalogs are written fine.
+        catalog.origin = Name::parse("blocked.invalid").unwrap();
+        let mut next = Catalog::new();
+        assert_eq!(update(std::slice::from_ref(&catalog), &mut next).len(), 1);
+        let why = write_error_of(&catalog.origin).expect("said");
+        assert!(why.contains("catalog.zone"), "{why}");
+        catalog.file = dir.path().join("catalog.zone");
+        catalog.members.push(Wanted {
+            zone: Name::parse("b.test").unwrap(),
+            group: None,
+            generation: 0,
+        });
+        assert_eq!(update(std::slice::from_ref(&catalog), &mut next).len(), 1);
+        assert_eq!(write_error_of(&catalog.origin), None);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no temporary left: {names:?}");
     }
 
     #[test]

@@ -339,6 +339,7 @@ fn write_failing(controller: &Controller, origin: &Name) -> bool {
         || transfers.unwritten.write_error(origin).is_some()
         || heron_xfr::secondary::keeper::failing_copy_of(origin).is_some()
         || crate::runtime::update::signing_error_of(origin).is_some()
+        || crate::plan::catalog_producer::write_error_of(origin).is_some()
 }
 
 /// Each consumed catalog zone, and whether its newest version is
