@@ -1600,6 +1600,16 @@ fn a_restart_goes_on_past_a_serial_moved_far_by_updates() {
     );
 }
 
+/// [`start`] in `dir` under the default policy, once it has answered
+/// one update.
+fn started_and_updated(dir: &Path) -> (ServerProcess, SocketAddr) {
+    let server = start(dir, "");
+    let addr = server.addr();
+    let first = "update add first.sup.test 60 A 192.0.2.1";
+    assert_eq!(nsupdate(addr, first), "NOERROR", "{}", server.log());
+    (server, addr)
+}
+
 /// An updated zone that cannot be signed (its served-serial file cannot
 /// be written: here a folder stands in its way, as a full disk would)
 /// answers its updates SERVFAIL with a limited number of log lines, and
@@ -1608,12 +1618,7 @@ fn a_restart_goes_on_past_a_serial_moved_far_by_updates() {
 #[test]
 fn updates_that_cannot_be_signed_are_said_in_zone_status_and_limited_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path(), "");
-    let addr = server.addr();
-    assert_eq!(
-        nsupdate(addr, "update add first.sup.test 60 A 192.0.2.1"),
-        "NOERROR"
-    );
+    let (server, addr) = started_and_updated(dir.path());
     let serial_file = dir.path().join("keys").join(format!("{ZONE}.heron-serial"));
     let _ = std::fs::remove_file(&serial_file);
     std::fs::create_dir(&serial_file).unwrap();
@@ -1681,4 +1686,25 @@ fn an_apex_dname_is_taken_in_an_nsec3_zone_with_no_names_below() {
         "NOERROR"
     );
     assert_eq!(nsupdate(addr, &add), "REFUSED", "a name below now");
+}
+
+/// Updates refused because their journal cannot be written (here a
+/// folder in its place, as a full disk refuses it) are never served, nor
+/// logged as signed: "change signed" is said of versions served only
+/// (regression hunt BS-2: a line each, naming a serial never served).
+#[test]
+fn updates_refused_for_their_journal_are_not_said_signed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, addr) = started_and_updated(dir.path());
+    assert!(server.wait_for_log("change signed"), "{}", server.log());
+    let said = || server.log().matches("change signed").count();
+    let before = said();
+    let journal = dir.path().join("sup.zone.jnl");
+    let _ = std::fs::remove_file(&journal);
+    std::fs::create_dir(&journal).unwrap();
+    for i in 0..5 {
+        let add = format!("update add n{i}.sup.test 60 A 192.0.2.1");
+        assert_eq!(nsupdate(addr, &add), "SERVFAIL", "{}", server.log());
+    }
+    assert_eq!(said(), before, "{}", server.log());
 }

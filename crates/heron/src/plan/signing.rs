@@ -187,11 +187,14 @@ pub fn keys_moved(served: &Zone, signing: &Signing) -> Result<bool, Vec<String>>
 /// a delegation added or removed, a policy with ZONEMD (its digest
 /// covers the whole zone; an incremental ZONEMD would be called here),
 /// settings changed since the last whole signing.
+/// `logged`: say the signing in a line here (an update batch says it
+/// once its journal is written instead: a batch refused for its journal
+/// logged a signing never served, a line each; regression hunt BS-2).
 pub fn sign_change(
     served: &Zone,
     updated: &Zone,
     change: &ZoneDiff,
-    signing: &Signing,
+    (signing, logged): (&Signing, bool),
 ) -> Result<Option<(Zone, ZoneDiff)>, Vec<String>> {
     let started = Instant::now();
     let origin = updated.origin();
@@ -238,14 +241,16 @@ pub fn sign_change(
     };
     write_served_serial(&signing.key_directory, origin, signed.zone.serial()).map_err(fail)?;
     // One line a signing, as the whole signing logs its "zone signed" (a
-    // batch of updates, a reload or a transfer signed by its change).
-    tracing::info!(
-        zone = %origin,
-        signatures = signed.signatures,
-        serial = signed.zone.serial(),
-        us = started.elapsed().as_micros() as u64,
-        "change signed"
-    );
+    // reload or a transfer signed by its change).
+    if logged {
+        tracing::info!(
+            zone = %origin,
+            signatures = signed.signatures,
+            serial = signed.zone.serial(),
+            us = started.elapsed().as_micros() as u64,
+            "change signed"
+        );
+    }
     Ok(Some((signed.zone, signer_step)))
 }
 
@@ -273,7 +278,7 @@ pub fn sign_by_change(
     };
     let updated = signed.apply(&step).ok()?;
     let change = heron_zone::diff::diff(signed, &updated);
-    let signed = sign_change(signed, &updated, &change, signing).transpose()?;
+    let signed = sign_change(signed, &updated, &change, (signing, true)).transpose()?;
     Some(signed.map(|(zone, _)| zone))
 }
 

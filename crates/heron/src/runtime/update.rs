@@ -871,6 +871,7 @@ fn apply_batch(batch: Vec<Update>, catalog: &SharedCatalog, xfr: &Transfers) -> 
     log_answers(&answered, outcomes, &failed);
     remember_answered(&answered, xfr, now);
     working.retain(|origin, _| !failed.contains(origin));
+    log_signed_changes(&working, xfr, started);
     let mut next = (*served).clone();
     let changed: Vec<Arc<Zone>> = working.into_values().map(|w| w.zone).collect();
     if !changed.is_empty() {
@@ -883,6 +884,27 @@ fn apply_batch(batch: Vec<Update>, catalog: &SharedCatalog, xfr: &Transfers) -> 
         answered,
         changed,
         synced,
+    }
+}
+
+/// The signed zones' versions of the batch, said once their journal is
+/// written (a batch refused for it is never served, nor said signed).
+fn log_signed_changes(working: &HashMap<Name, Working>, xfr: &Transfers, started: Instant) {
+    for (origin, w) in working
+        .iter()
+        .filter(|(o, _)| xfr.signings.get(o).is_some())
+    {
+        let added = w.steps.iter().flat_map(|s| &s.added);
+        let signatures = added
+            .filter(|r| r.rtype == heron_proto::RType::RRSIG)
+            .count();
+        tracing::info!(
+            zone = %origin,
+            signatures,
+            serial = w.zone.serial(),
+            us = started.elapsed().as_micros() as u64,
+            "change signed"
+        );
     }
 }
 

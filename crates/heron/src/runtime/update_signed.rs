@@ -76,7 +76,7 @@ pub(crate) fn sign_update(
     signing: &Signing,
 ) -> Result<(Zone, ZoneDiff), String> {
     let change = change.unwrap_or_else(|| diff(served, updated));
-    match sign_change(served, updated, &change, signing) {
+    match sign_change(served, updated, &change, (signing, false)) {
         // The step served: the updates' change, then the signer's.
         Ok(Some((signed, signer_step))) => Ok((signed, change.then(signer_step))),
         Ok(None) => {
