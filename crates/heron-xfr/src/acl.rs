@@ -50,6 +50,11 @@ impl Acl {
         self.rules.is_empty()
     }
 
+    /// The TSIG key names the rules ask for, in their order.
+    pub fn key_names(&self) -> impl Iterator<Item = &Name> + '_ {
+        self.rules.iter().filter_map(|r| r.key.as_ref())
+    }
+
     /// The address prefixes of the rules that allow by address alone (no
     /// TSIG key required): a key rule says nothing about who connects.
     pub fn keyless_prefixes(&self) -> impl Iterator<Item = Prefix> + '_ {

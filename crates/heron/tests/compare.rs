@@ -213,6 +213,40 @@ fn a_name_only_the_old_server_serves_is_found_by_its_axfr() {
     assert!(text.contains("are not looked for"), "{text}");
 }
 
+/// An old server that transfers only with TSIG (as every setup `heron
+/// import` translated does): the AXFR is signed with `--tsig-key`, a key
+/// of `--config`, and the name only the old server serves is found;
+/// unsigned, it is said not looked for (black-box finding BT-1: compare
+/// had no way to sign it).
+#[test]
+fn a_name_only_the_old_server_serves_is_found_by_a_signed_axfr() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer_zone = edited_zone(dir.path(), |text| {
+        format!("{text}onlyold.edge.test. 300 IN A 192.0.2.99\n")
+    });
+    let key = "[[key]]\nname = \"xfr\"\nalgorithm = \"hmac-sha256\"\n\
+               secret = \"c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0\"\n";
+    let old = ServerProcess::heron_with_config(
+        std::path::Path::new(env!("CARGO_BIN_EXE_heron")),
+        ORIGIN,
+        |port| {
+            format!(
+                "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n{key}[[zone]]\norigin = \"{ORIGIN}\"\n\
+                 file = \"{}\"\nallow-transfer = [\"127.0.0.1 key xfr\"]\n",
+                peer_zone.display()
+            )
+        },
+    );
+    let (code, text) = compare(old.addr(), &zone_file(), &[]);
+    assert!(code == 0 && text.contains("are not looked for"), "{text}");
+    let keys = dir.path().join("keys.toml");
+    std::fs::write(&keys, key).unwrap();
+    let signed = ["--config", keys.to_str().unwrap(), "--tsig-key", "xfr"];
+    let (code, text) = compare(old.addr(), &zone_file(), &signed);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("onlyold.edge.test"), "{text}");
+}
+
 /// Clears AA in every response about `www.edge.test`.
 #[allow(clippy::ptr_arg)] // the relay's Rewrite may also resize a response
 fn clear_aa_for_www(response: &mut Vec<u8>) {

@@ -99,6 +99,12 @@ pub struct CompareArgs {
     /// Examples printed per kind of difference.
     #[arg(long, value_name = "N", default_value_t = 1)]
     examples: usize,
+    /// The TSIG key (a `[[key]]` of `--config`) to sign the AXFR of each
+    /// zone with, to find what only the old server serves. By default a
+    /// zone's AXFR is signed with the first key its `allow-transfer`
+    /// names (as `heron import` writes it), else sent unsigned.
+    #[arg(long, value_name = "NAME")]
+    tsig_key: Option<String>,
 }
 
 /// ADDR or ADDR:PORT ([v6]:PORT), port 53 when none is given.
@@ -135,7 +141,7 @@ fn run_to(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> io::R
         return Ok(ExitCode::from(ERROR));
     }
     let started = Instant::now();
-    let (zones, answer) = match load(args, err)? {
+    let (zones, answer, keys) = match load(args, err)? {
         Ok(loaded) => loaded,
         Err(errors) => {
             errors.iter().try_for_each(|e| writeln!(err, "{e}"))?;
@@ -147,7 +153,7 @@ fn run_to(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> io::R
     for zone in &zones {
         probes::for_zone(zone, args.sample, &mut random, &mut probes);
     }
-    add_old_only(args, &zones, &mut probes, err)?;
+    add_old_only(args, (&zones, &keys), &mut probes, err)?;
     let records: usize = zones.iter().map(|z| z.record_count()).sum();
     let took = started.elapsed().as_millis();
     let loaded = format!("{} zones ({records} records) loaded", zones.len());
@@ -177,14 +183,15 @@ fn run_to(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> io::R
 /// connection.
 fn add_old_only(
     args: &CompareArgs,
-    zones: &[Arc<Zone>],
+    (zones, keys): (&[Arc<Zone>], &TransferKeys),
     probes: &mut Vec<Probe>,
     err: &mut dyn Write,
 ) -> io::Result<()> {
     let timeout = Duration::from_millis(args.timeout * 4);
     let mut found = 0;
     for zone in zones {
-        match old_names::only_old(args.against, zone, timeout) {
+        let key = keys.of(zone.origin());
+        match old_names::only_old(args.against, zone, (timeout, key)) {
             Ok(names) => {
                 found += names.len();
                 probes.extend(names.into_iter().map(|(qname, qtype)| Probe {
@@ -198,7 +205,7 @@ fn add_old_only(
                 return writeln!(
                     err,
                     "names only the old server serves are not looked for: its AXFR of {} failed ({why}); \
-                     let this host transfer the zones from it to have them compared",
+                     let this host transfer the zones from it (or sign the transfer: --tsig-key NAME) to have them compared",
                     zone.origin()
                 );
             }
@@ -247,16 +254,70 @@ fn heading(args: &CompareArgs, tally: &Tally, seconds: f64) -> String {
     )
 }
 
-/// The zones to compare, and the answer settings of the configuration.
+/// The zones to compare, the answer settings of the configuration and
+/// the TSIG key to transfer each zone with (lower-cased origin).
 /// The outer error: `err` could not be written.
-type Loaded = Result<(Vec<Arc<Zone>>, AnswerConfig), Vec<String>>;
+type Loaded = Result<(Vec<Arc<Zone>>, AnswerConfig, TransferKeys), Vec<String>>;
+
+/// The key to sign each zone's AXFR from the old server with: one for
+/// every zone (`--tsig-key`), or each zone's (lower-cased origin).
+#[derive(Default)]
+struct TransferKeys {
+    every: Option<heron_proto::tsig::Key>,
+    by_zone: std::collections::HashMap<heron_proto::Name, heron_proto::tsig::Key>,
+}
+
+impl TransferKeys {
+    fn of(&self, origin: &heron_proto::Name) -> Option<&heron_proto::tsig::Key> {
+        (self.every.as_ref()).or_else(|| self.by_zone.get(&origin.to_lowercase()))
+    }
+}
+
+/// The keys to transfer zones with: `--tsig-key` for every zone, else
+/// the first key each zone's `allow-transfer` names (black-box finding
+/// BT-1: unsigned only, compare missed what the old server alone held).
+fn transfer_keys(
+    args: &CompareArgs,
+    settings: &config::Settings,
+) -> Result<TransferKeys, Vec<String>> {
+    let key = |name: &heron_proto::Name| settings.keys.iter().find(|k| k.name == *name).cloned();
+    if let Some(text) = &args.tsig_key {
+        let name =
+            heron_proto::Name::parse(text).map_err(|e| vec![format!("--tsig-key: {e:?}")])?;
+        let key = key(&name).ok_or_else(|| {
+            vec![format!(
+                "--tsig-key: no [[key]] {name} in the configuration"
+            )]
+        })?;
+        return Ok(TransferKeys {
+            every: Some(key),
+            ..TransferKeys::default()
+        });
+    }
+    let named = settings.policies.iter().filter_map(|(origin, policy)| {
+        let first = policy.allow_transfer.key_names().next()?;
+        Some((origin.to_lowercase(), key(first)?))
+    });
+    Ok(TransferKeys {
+        every: None,
+        by_zone: named.collect(),
+    })
+}
 
 fn load(args: &CompareArgs, err: &mut dyn Write) -> io::Result<Loaded> {
     let mut specs = Vec::new();
     let mut answer = AnswerConfig::default();
+    let mut keys = TransferKeys::default();
+    if args.tsig_key.is_some() && args.config.is_none() {
+        return Ok(Err(vec!["--tsig-key names a [[key]] of --config".into()]));
+    }
     if let Some(path) = &args.config {
         let settings = match config::load(path) {
             Ok(settings) => settings,
+            Err(errors) => return Ok(Err(errors)),
+        };
+        keys = match transfer_keys(args, &settings) {
+            Ok(keys) => keys,
             Err(errors) => return Ok(Err(errors)),
         };
         heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
@@ -308,7 +369,7 @@ fn load(args: &CompareArgs, err: &mut dyn Write) -> io::Result<Loaded> {
         }
     }
     if errors.is_empty() {
-        Ok(Ok((zones, answer)))
+        Ok(Ok((zones, answer, keys)))
     } else {
         Ok(Err(errors))
     }

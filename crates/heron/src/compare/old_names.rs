@@ -11,6 +11,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use heron_proto::message::{HEADER_LEN, Header, Message};
+use heron_proto::tsig::{Key, ResponseVerifier};
 use heron_proto::{Class, Name, RType, Rcode};
 use heron_zone::Zone;
 
@@ -28,9 +29,9 @@ const MAX_TIME: Duration = Duration::from_secs(300);
 pub fn only_old(
     server: SocketAddr,
     zone: &Zone,
-    timeout: Duration,
+    (timeout, key): (Duration, Option<&Key>),
 ) -> Result<Vec<(Name, RType)>, String> {
-    let held = transferred(server, zone.origin(), timeout, MAX_TIME)?;
+    let held = transferred(server, (zone.origin(), key), timeout, MAX_TIME)?;
     let missing = held.into_iter().filter(|(owner, rtype)| {
         let lower = owner.to_lowercase();
         let node = zone.node(lower.as_wire());
@@ -40,17 +41,17 @@ pub fn only_old(
 }
 
 /// The owners and types of `origin` as `server` transfers it, within
-/// `max_time` in all.
+/// `max_time` in all; the query signed with `key`, if given, and every
+/// message of the answer checked against it.
 fn transferred(
     server: SocketAddr,
-    origin: &Name,
+    (origin, key): (&Name, Option<&Key>),
     timeout: Duration,
     max_time: Duration,
 ) -> Result<BTreeSet<(Name, RType)>, String> {
     let mut stream = TcpStream::connect_timeout(&server, timeout).map_err(|e| e.to_string())?;
-    stream
-        .write_all(&axfr_query(origin))
-        .map_err(|e| e.to_string())?;
+    let (query, mut verifier) = signed_query(origin, key);
+    stream.write_all(&query).map_err(|e| e.to_string())?;
     // The whole transfer by one deadline: a server trickling bytes does
     // not hold compare up a read timeout at a time.
     let deadline = Instant::now() + max_time;
@@ -59,7 +60,11 @@ fn transferred(
         if records > MAX_RECORDS {
             return Err("the transfer did not end within its bounds".into());
         }
-        let message = read_message(&mut stream, deadline)?;
+        let (raw, message) = read_message(&mut stream, deadline)?;
+        if let Some(verifier) = verifier.as_mut() {
+            let now = heron_proto::time::unix_now();
+            (verifier.verify(&raw, now)).map_err(|e| format!("the transfer's TSIG: {e:?}"))?;
+        }
         let rcode = message.rcode();
         if rcode != Rcode::NOERROR {
             return Err(format!("the transfer was answered {rcode}"));
@@ -78,8 +83,22 @@ fn transferred(
     Ok(held)
 }
 
-/// An AXFR query for `origin`, framed for TCP.
-fn axfr_query(origin: &Name) -> Vec<u8> {
+/// The AXFR query for `origin`, framed for TCP, signed with `key` if
+/// given, and the verifier of its answer's messages.
+fn signed_query(origin: &Name, key: Option<&Key>) -> (Vec<u8>, Option<ResponseVerifier>) {
+    let mut message = axfr_message(origin);
+    let verifier = key.map(|key| {
+        let mac =
+            heron_proto::tsig::sign_request(&mut message, key, heron_proto::time::unix_now(), 300);
+        ResponseVerifier::new(key, mac)
+    });
+    let mut framed = (message.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&message);
+    (framed, verifier)
+}
+
+/// An AXFR query message for `origin`.
+fn axfr_message(origin: &Name) -> Vec<u8> {
     let header = Header {
         id: 0x4843,
         flags: 0,
@@ -93,17 +112,17 @@ fn axfr_query(origin: &Name) -> Vec<u8> {
     message.extend_from_slice(origin.as_wire());
     message.extend_from_slice(&RType::AXFR.0.to_be_bytes());
     message.extend_from_slice(&Class::IN.0.to_be_bytes());
-    let mut framed = (message.len() as u16).to_be_bytes().to_vec();
-    framed.extend_from_slice(&message);
-    framed
+    message
 }
 
-fn read_message(stream: &mut TcpStream, deadline: Instant) -> Result<Message, String> {
+fn read_message(stream: &mut TcpStream, deadline: Instant) -> Result<(Vec<u8>, Message), String> {
     let mut length = [0u8; 2];
     read_by(stream, &mut length, deadline)?;
-    let mut message = vec![0u8; u16::from_be_bytes(length) as usize];
-    read_by(stream, &mut message, deadline)?;
-    Message::parse(&message).map_err(|e| format!("a transfer message that does not parse: {e:?}"))
+    let mut raw = vec![0u8; u16::from_be_bytes(length) as usize];
+    read_by(stream, &mut raw, deadline)?;
+    let message = Message::parse(&raw)
+        .map_err(|e| format!("a transfer message that does not parse: {e:?}"))?;
+    Ok((raw, message))
 }
 
 /// Fills `buf` from `stream` before `deadline`, however the bytes come.
@@ -181,7 +200,7 @@ mod tests {
     fn names_only_the_old_server_holds_are_found() {
         let old = primary(zone("old A 192.0.2.2\nboth TXT \"x\"\nboth MX 10 ns\n"));
         let ours = zone("both TXT \"x\"\nours A 192.0.2.3\n");
-        let mut found = only_old(old, &ours, Duration::from_secs(5)).unwrap();
+        let mut found = only_old(old, &ours, (Duration::from_secs(5), None)).unwrap();
         found.sort();
         let said: Vec<String> = found.iter().map(|(n, t)| format!("{n} {t}")).collect();
         assert_eq!(said, ["both.o.test. MX", "old.o.test. A"]);
@@ -207,7 +226,7 @@ mod tests {
         let origin = Name::parse("o.test").unwrap();
         let started = Instant::now();
         let max = Duration::from_millis(400);
-        let got = transferred(addr, &origin, Duration::from_secs(1), max);
+        let got = transferred(addr, (&origin, None), Duration::from_secs(1), max);
         assert!(got.is_err());
         assert!(
             started.elapsed() < Duration::from_secs(3),
@@ -221,6 +240,6 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         drop(listener);
-        assert!(only_old(addr, &zone(""), Duration::from_millis(500)).is_err());
+        assert!(only_old(addr, &zone(""), (Duration::from_millis(500), None)).is_err());
     }
 }
