@@ -1126,6 +1126,47 @@ impl<'a> Interpreter<'a> {
         Ok(())
     }
 
+    /// Says each relative `$INCLUDE` of the zone file `file` that Heron
+    /// finds elsewhere than BIND: BIND looks from its `directory`, Heron
+    /// (as Knot) from the including file's folder (black-box finding
+    /// BT-2: another file was served, and nothing said so). Only the
+    /// file's own lines are read, a bounded number of octets.
+    fn relative_includes(&mut self, s: &'a Statement, origin: &str, file: &Path) {
+        const READ_AT_MOST: u64 = 64 << 20;
+        let Ok(opened) = std::fs::File::open(file) else {
+            return;
+        };
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(
+            &mut std::io::Read::take(opened, READ_AT_MOST),
+            &mut text,
+        );
+        let folder = file.parent().unwrap_or(Path::new("."));
+        for line in text.lines() {
+            let mut words = line.split_whitespace();
+            let is_include = words
+                .next()
+                .is_some_and(|w| w.eq_ignore_ascii_case("$INCLUDE"));
+            let Some(included) = words.next().filter(|_| is_include).map(Path::new) else {
+                continue;
+            };
+            let (bind, heron) = (self.directory.join(included), folder.join(included));
+            if included.is_absolute() || bind == heron {
+                continue;
+            }
+            self.out.step_to_do(
+                s.loc(),
+                format!("zone {origin}: $INCLUDE {}", included.display()),
+                format!(
+                    "BIND reads {} (from its directory), Heron {} (from the zone file's folder, as Knot): make the path absolute in {}",
+                    bind.display(),
+                    heron.display(),
+                    file.display()
+                ),
+            );
+        }
+    }
+
     /// Reads the zone's type into `zone`; false when it is not imported
     /// (a type Heron does not serve, or missing what it needs).
     fn zone_kind(&mut self, s: &'a Statement, origin: &str, kind: &str, zone: &mut Zone) -> bool {
@@ -1142,6 +1183,9 @@ impl<'a> Interpreter<'a> {
                 zone.file = Some(resolve(&self.directory, file));
                 if zone.file.as_ref().is_some_and(|f| f.is_relative()) {
                     self.relative_directory();
+                }
+                if let Some(file) = zone.file.clone() {
+                    self.relative_includes(s, origin, &file);
                 }
                 self.journal_beside_bind(s, zone);
                 self.primary_format(s, origin);
@@ -1460,6 +1504,38 @@ mod tests {
         assert_eq!(acl, ["0.0.0.0/0 key k", "::/0 key k"]);
         let said: Vec<&str> = got.notes.iter().map(|n| n.setting.as_str()).collect();
         assert!(said.contains(&"127.0.0.9 key nokey"), "{said:?}");
+    }
+
+    /// BT-2: a relative `$INCLUDE` that BIND finds from its `directory`
+    /// and Heron from the zone file's folder is said, with both paths; an
+    /// absolute one, or one both find alike, is not.
+    #[test]
+    fn a_relative_include_found_elsewhere_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().display().to_string();
+        let conf = format!(
+            "options {{ directory \"{base}\"; }};\n\
+             zone \"i.test\" {{ type primary; file \"zones/i.test.zone\"; }};\n\
+             zone \"j.test\" {{ type primary; file \"j.test.zone\"; }};\n"
+        );
+        std::fs::create_dir(dir.path().join("zones")).unwrap();
+        let path = write_files(
+            dir.path(),
+            &[
+                ("named.conf", &conf),
+                (
+                    "zones/i.test.zone",
+                    "$TTL 60\n$INCLUDE inc/x.inc\n$include /abs/y.inc\n",
+                ),
+                ("j.test.zone", "$INCLUDE inc/x.inc\n"),
+            ],
+        );
+        let got = parse(&path).unwrap();
+        let said: Vec<&str> = (got.notes.iter())
+            .map(|n| n.setting.as_str())
+            .filter(|s| s.contains("$INCLUDE"))
+            .collect();
+        assert_eq!(said, ["zone i.test: $INCLUDE inc/x.inc"], "{:?}", got.notes);
     }
 
     #[test]
