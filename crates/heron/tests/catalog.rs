@@ -837,6 +837,20 @@ fn a_signed_zone_taken_out_is_not_served_unsigned_when_a_catalog_lists_it() {
         Some(Rcode::REFUSED),
         "not served unsigned"
     );
+    // Nor after a restart, the catalog read from its kept copy, while the
+    // configuration still names that key directory (another zone signed
+    // there; regression hunt BS-3).
+    let mut consumer = consumer;
+    consumer.terminate();
+    let other = signed_by_hand(&dir, "d.test", &config);
+    let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &other)
+        .unwrap_or_else(|log| panic!("Heron did not restart: {log}"));
+    assert!(
+        consumer.log().contains("catalog member not served"),
+        "{}",
+        consumer.log()
+    );
+    assert_eq!(rcode(addr, "c.test", RType::SOA), Some(Rcode::REFUSED));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

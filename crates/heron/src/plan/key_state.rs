@@ -446,6 +446,8 @@ pub fn unsigned_with_ds_among(
     unsigned.retain(|(origin, _)| among(origin));
     let default = key_notes::default_key_directory(config);
     note_key_directory(&default);
+    let configured = settings.zones.iter().filter_map(|z| z.signing.as_ref());
+    configured.for_each(|s| note_key_directory(&s.key_directory));
     let mut refused = unsigned_with_ds(unsigned.iter().map(|(origin, _)| *origin), &default);
     // Each directory the notes name is listed once, for all its zones.
     let mut by_directory: HashMap<PathBuf, Vec<&Name>> = HashMap::new();

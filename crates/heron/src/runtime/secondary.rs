@@ -202,6 +202,10 @@ pub fn members_at_start(
             tracing::warn!("cannot keep {}: {e}", file.display());
         }
     }
+    // At a start too (regression hunt BS-3: only a catalog's new version
+    // held them, a restart served them unsigned).
+    let held = held_for_their_ds(members.iter().map(|(m, _)| m));
+    members.retain(|(m, _)| !held.contains(&m.origin.to_lowercase()));
     let (members, policies): (Vec<SecondaryZone>, Vec<Arc<ZonePolicy>>) =
         members.into_iter().unzip();
     if !members.is_empty() {
@@ -956,23 +960,27 @@ impl Running {
 /// every validator (regression hunt BR-2). Said; served after a restart
 /// once the state file is moved away.
 fn hold_for_their_ds(added: &mut Vec<SecondaryZone>, primary: &Primary) {
-    let members: Vec<&Name> = (added.iter())
-        .filter(|z| z.catalog.is_some())
-        .map(|z| &z.origin)
-        .collect();
-    let held: HashSet<Name> = crate::plan::key_state::members_held_for_their_ds(&members)
-        .into_iter()
-        .map(|(origin, why)| {
-            tracing::error!(zone = %origin, "catalog member not served: {why} (then restart)");
-            origin.to_lowercase()
-        })
-        .collect();
+    let held = held_for_their_ds(added.iter());
     if held.is_empty() {
         return;
     }
     added.retain(|z| !held.contains(&z.origin.to_lowercase()));
     held.iter()
         .for_each(|origin| primary.set_member_policy(origin, None));
+}
+
+/// The catalog members of `zones` held for their DS ([`hold_for_their_ds`]),
+/// lower-cased, each said.
+fn held_for_their_ds<'z>(zones: impl Iterator<Item = &'z SecondaryZone>) -> HashSet<Name> {
+    let members: Vec<&Name> = (zones.filter(|z| z.catalog.is_some()))
+        .map(|z| &z.origin)
+        .collect();
+    (crate::plan::key_state::members_held_for_their_ds(&members).into_iter())
+        .map(|(origin, why)| {
+            tracing::error!(zone = %origin, "catalog member not served: {why} (then restart)");
+            origin.to_lowercase()
+        })
+        .collect()
 }
 
 /// Whether two paths name one file: the same file if both exist, else
