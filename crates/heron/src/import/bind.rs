@@ -1227,7 +1227,11 @@ impl<'a> Interpreter<'a> {
             Some(list) => zone.allow_transfer = self.aml(list, "allow-transfer"),
             None => self.say_once("allow-transfer", &self.root.clone(), "allow-transfer (not set: BIND's default)", "BIND 9.18 lets anyone transfer a zone without allow-transfer; Heron lets nobody. Add allow-transfer to the zones secondaries pull"),
         }
-        if let Some(list) = s.child("allow-query") {
+        // The zone's, else its view's (which BIND puts over `options`',
+        // the server-wide list: black-box finding BT-7, a view's was
+        // dropped and everyone answered).
+        let view = || self.view.and_then(|v| v.child("allow-query"));
+        if let Some(list) = s.child("allow-query").or_else(view) {
             zone.allow_query = Some(self.aml(list, "allow-query"));
         }
         // BIND takes NOTIFY from the primaries' addresses, signed or not,
@@ -1670,6 +1674,24 @@ mod tests {
         assert!(note(2, "view all { match-clients { any; }; }"));
         assert!(note(4, "view all: recursion no"));
         assert!(note(7, "view all: tcp-clients 5"));
+    }
+
+    /// BT-7: the only view's allow-query is its zones' (over `options`',
+    /// which stays the server's), never dropped.
+    #[test]
+    fn the_only_views_allow_query_is_its_zones() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "options { allow-query { any; }; };\n\
+                    view \"main\" { allow-query { 127.0.0.2; };\n\
+                    zone \"v1.test\" { type primary; file \"v1\"; };\n\
+                    zone \"v2.test\" { type primary; file \"v2\"; allow-query { 127.0.0.3; }; }; };\n";
+        let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
+        let acl = |i: usize| -> Vec<String> {
+            let rules = got.zones[i].allow_query.as_ref().expect("an allow-query");
+            rules.iter().map(Rule::heron).collect()
+        };
+        assert_eq!(acl(0), ["127.0.0.2"]);
+        assert_eq!(acl(1), ["127.0.0.3"]);
     }
 
     #[test]
