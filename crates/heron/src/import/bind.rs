@@ -1055,10 +1055,21 @@ impl<'a> Interpreter<'a> {
         }
         self.catalog_zones(s);
         self.view = Some(s);
+        // Before the zones, whose primaries take their keys.
+        for server in s.children().iter().filter(|c| c.name() == "server") {
+            self.server(server);
+        }
         for child in s.children() {
             match child.name() {
                 "zone" => self.zone(child)?,
-                "key" | "match-clients" | "match-destinations" | "match-recursive-only" => {}
+                // As in `options` or at the top (black-box finding BT-9:
+                // dropped, or called without equivalent, in the view).
+                "rate-limit" => self.rate_limit(child),
+                "key"
+                | "server"
+                | "match-clients"
+                | "match-destinations"
+                | "match-recursive-only" => {}
                 n if ZONE_DEFAULTS.contains(&n) => {}
                 _ => self.option_note(&format!("view {name}"), child),
             }
@@ -1692,6 +1703,23 @@ mod tests {
         };
         assert_eq!(acl(0), ["127.0.0.2"]);
         assert_eq!(acl(1), ["127.0.0.3"]);
+    }
+
+    /// BT-9: the only view's rate-limit and server keys are taken as
+    /// `options`' and the top level's are.
+    #[test]
+    fn the_only_views_rate_limit_and_server_keys_are_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "view \"main\" {{ key \"vk\" {{ algorithm hmac-sha256; secret \"{SECRET}\"; }};\n\
+             rate-limit {{ responses-per-second 7; }};\n\
+             zone \"s.test\" {{ type secondary; file \"s\"; primaries {{ 192.0.2.1; }}; }};\n\
+             server 192.0.2.1 {{ keys {{ vk; }}; }}; }};\n"
+        );
+        let got = parse(&write_files(dir.path(), &[("named.conf", &text)])).unwrap();
+        assert!(got.rrl.is_some(), "{:?}", got.notes);
+        let primaries: Vec<String> = got.zones[0].primaries.iter().map(Peer::heron).collect();
+        assert_eq!(primaries, ["192.0.2.1 key vk"]);
     }
 
     #[test]
