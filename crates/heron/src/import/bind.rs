@@ -1137,7 +1137,8 @@ impl<'a> Interpreter<'a> {
         Ok(())
     }
 
-    /// Says each relative `$INCLUDE` of the zone file `file` that Heron
+    /// Keeps the files the zone file `file` includes among the old
+    /// server's, and says each relative `$INCLUDE` that Heron
     /// finds elsewhere than BIND: BIND looks from its `directory`, Heron
     /// (as Knot) from the including file's folder (black-box finding
     /// BT-2: another file was served, and nothing said so). Only the
@@ -1162,6 +1163,9 @@ impl<'a> Interpreter<'a> {
                 continue;
             };
             let (bind, heron) = (self.directory.join(included), folder.join(included));
+            // The old server's zone data: never written over by the
+            // import's output (black-box finding BT-10).
+            self.out.sources.files.extend([bind.clone(), heron.clone()]);
             if included.is_absolute() || bind == heron {
                 continue;
             }
@@ -1551,6 +1555,14 @@ mod tests {
             .filter(|s| s.contains("$INCLUDE"))
             .collect();
         assert_eq!(said, ["zone i.test: $INCLUDE inc/x.inc"], "{:?}", got.notes);
+        // BT-10: what the zone files include is the old server's, never
+        // the import's output.
+        let included = dir.path().join("inc/x.inc");
+        assert!(
+            got.sources.files.contains(&included),
+            "{:?}",
+            got.sources.files
+        );
     }
 
     #[test]
