@@ -27,7 +27,9 @@ pub fn parse(path: &Path) -> Result<Imported, ImportError> {
     };
     let mut interpreter = Interpreter::new(&statements, root)?;
     interpreter.run(&statements)?;
-    interpreter.out.sources = files;
+    // The files zone files include, found as they were read, go after.
+    let included = std::mem::replace(&mut interpreter.out.sources, files);
+    interpreter.out.sources.files.extend(included.files);
     Ok(interpreter.out)
 }
 
