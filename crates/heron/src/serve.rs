@@ -342,7 +342,8 @@ fn read_settings(args: &ServeArgs) -> Result<Settings, String> {
 fn zone_files(args: &ServeArgs, settings: &Settings) -> ZoneFiles {
     let files = ZoneFiles::new(&settings.zones)
         .with_catalogs(&settings.generated_catalogs)
-        .with_signed_secondaries(&settings.signed_secondaries);
+        .with_signed_secondaries(&settings.signed_secondaries)
+        .with_warned(&settings.warnings);
     match &args.config {
         Some(path) => files.with_config(ConfigSource {
             path: path.clone(),

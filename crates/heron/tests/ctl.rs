@@ -994,6 +994,10 @@ fn reconfigure_adds_and_removes_primary_and_secondary_zones_and_reports_it() {
         out.contains("warning: ") && out.contains("[xdp] has no listen entry"),
         "{out}"
     );
+    // Said once: a standing warning is not repeated by every later
+    // reload (regression hunt BS-8).
+    let (code, out, _) = ctl(&socket, &["reconfigure"]);
+    assert_eq!((code, out.as_str()), (Some(0), "ok: no change\n"));
     std::fs::write(server.dir().join("heron.toml"), &config).unwrap();
 
     // Listeners and workers wait for a restart, and say so.

@@ -193,6 +193,10 @@ pub struct ZoneFiles {
     /// The secondary zones Heron signs, as configured now (not among
     /// `entries`: they come by transfer).
     signed_secondaries: Vec<(Name, Arc<crate::config::dnssec::Signing>)>,
+    /// What the configuration warned of when last read: a reload's answer
+    /// says only what is new (regression hunt BS-8: a standing warning of
+    /// 300 zones repeated in every answer).
+    warned: HashSet<String>,
 }
 
 /// The configuration file a server started with, which a reload reads
@@ -504,6 +508,7 @@ impl ZoneFiles {
             config: None,
             catalogs: Vec::new(),
             signed_secondaries: Vec::new(),
+            warned: HashSet::new(),
         }
     }
 
@@ -521,6 +526,13 @@ impl ZoneFiles {
     /// no longer configures one removes it.
     pub fn with_catalogs(mut self, catalogs: &[GeneratedCatalog]) -> ZoneFiles {
         self.catalogs = catalogs.iter().map(|c| c.origin.to_lowercase()).collect();
+        self
+    }
+
+    /// What the configuration warned of at the start: not said again by
+    /// a reload's answer while it stands.
+    pub fn with_warned(mut self, warnings: &[String]) -> ZoneFiles {
+        self.warned = warnings.iter().cloned().collect();
         self
     }
 
@@ -605,9 +617,20 @@ impl ZoneFiles {
             keys: settings.keys,
             log: settings.log,
             left_for_restart,
-            warnings: std::mem::take(&mut settings.warnings),
+            warnings: self.newly_warned(std::mem::take(&mut settings.warnings)),
             tls_certificate: settings.server.tls.map(|t| t.certificate),
         }))
+    }
+
+    /// Of `warnings` (what the configuration read again warns of), those
+    /// not said when it was read before; they are the standing ones now.
+    fn newly_warned(&mut self, warnings: Vec<String>) -> Vec<String> {
+        let new = (warnings.iter())
+            .filter(|w| !self.warned.contains(*w))
+            .cloned()
+            .collect();
+        self.warned = warnings.into_iter().collect();
+        new
     }
 
     /// Zones Heron signs now (primaries or secondaries) that `settings`
