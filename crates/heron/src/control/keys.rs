@@ -50,6 +50,11 @@ impl Controller {
             current_policy(&policy, &state, now),
             state.keys.clone(),
         );
+        use heron_dnssec::rollover::Goal;
+        let succeeded = |key: &heron_dnssec::rollover::Key| {
+            (state.keys.iter())
+                .any(|k| k.id != key.id && k.role == key.role && k.goal == Goal::Omnipresent)
+        };
         let rows: Vec<Value> = (state.keys.iter().zip(machine.status(now)))
             .map(|(key, status)| {
                 json!({
@@ -65,7 +70,9 @@ impl Controller {
                     "next_at": status.next.at(),
                     // Asked by `heron ctl roll`, not begun yet (black-box
                     // finding BP-2: nothing showed it was taken).
-                    "roll_requested": key.roll_requested,
+                    // Until the rollover begins: a successor of its role
+                    // coming in (regression hunt BS-7).
+                    "roll_requested": key.roll_requested && !succeeded(key),
                 })
             })
             .collect();
