@@ -124,7 +124,7 @@ impl ZonesHealth {
         family(
             e,
             "heron_zones_unhealthy",
-            "Zones in each state an operator acts on, counted (with or without zone-metrics): not_served, file_load_failed, checks_failing (three or more in a row), expiring_within_a_day (while checks fail), catalog_rejected, write_failing (its journal, zone file or kept copy cannot be written: a full or read-only disk)",
+            "Zones in each state an operator acts on, counted (with or without zone-metrics): not_served, file_load_failed, checks_failing (three or more in a row), expiring_within_a_day (while checks fail), catalog_rejected, write_failing (its journal, zone file, kept or signed copy or generated catalog file cannot be written, or its updates cannot be signed: mostly a full or read-only disk)",
             MetricType::Gauge,
             rows,
         )
