@@ -574,9 +574,11 @@ fn commit(batch: HashMap<PathBuf, Pending>) -> Vec<Failure> {
         .map(|(path, _, _)| &**path)
         .collect();
     if let disk::Installed::Synced(not_renamed) = disk::install(&written, &[], &[]) {
+        // The file named: the rename's error names none (regression hunt
+        // BS-6: "cannot replace it" of no file).
         let why = |path: &Path, e| match batch.get(path).and_then(|p| p.zone.as_ref()) {
-            Some(zone) => format!("zone {}: {e}", zone.origin()),
-            None => e,
+            Some(zone) => format!("zone {}: {}: {e}", zone.origin(), path.display()),
+            None => format!("{}: {e}", path.display()),
         };
         let not_kept = not_renamed
             .into_iter()
