@@ -55,7 +55,7 @@ fn main() {
     };
     let sign = |file: &str, previous: Option<&Zone>| -> Signed {
         let started = (Instant::now(), cpu_seconds());
-        let loaded = heron_zone::load_zone_file(std::path::Path::new(file), &origin)
+        let loaded = heron_zone::load_zone_file_to_sign(std::path::Path::new(file), &origin)
             .unwrap_or_else(|p| panic!("{p:?}"));
         let now = heron_proto::time::unix_now();
         let signed = sign_zone_after(loaded.zone, previous, &keys, &config, now);

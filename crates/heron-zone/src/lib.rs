@@ -21,8 +21,9 @@ pub use answer::{AnswerConfig, Answered, Summary, Transport, answer, answer_pars
 pub use catalog::{Catalog, Served};
 pub use zone::diff;
 pub use zone::{
-    Loaded, MAX_PROBLEMS, Problem, Severity, Zone, ZoneBuilder, load_zone_file, load_zone_str,
-    load_zone_text, reload_zone_file, reload_zone_str, reload_zone_text,
+    Loaded, MAX_PROBLEMS, Problem, Severity, Zone, ZoneBuilder, load_zone_file,
+    load_zone_file_to_sign, load_zone_str, load_zone_text, load_zone_text_to_sign,
+    reload_zone_file, reload_zone_str, reload_zone_text,
 };
 
 /// The cores this process may run on, asked once (by the first caller:

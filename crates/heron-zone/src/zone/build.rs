@@ -205,6 +205,9 @@ pub struct ZoneBuilder {
     /// Whether the checks that only warn run (see
     /// [`ZoneBuilder::without_warnings`]).
     warn: bool,
+    /// Whether the zone built is served, so it needs what answers and
+    /// changes read (see [`ZoneBuilder::only_to_sign`]).
+    served: bool,
     /// Whether a DNAME was added below the apex: only then is the built
     /// zone looked at for names below one.
     inner_dnames: bool,
@@ -224,8 +227,20 @@ impl ZoneBuilder {
             problems: Vec::new(),
             children: HashMap::new(),
             warn: true,
+            served: true,
             inner_dnames: false,
         }
+    }
+
+    /// Leaves out of the zone built what only serving it reads: the
+    /// addresses of NS, MX and SRV targets for the additional section and
+    /// the index of the nodes that name each target. For a zone read only
+    /// to be signed (the signed zone is built anew, with both): they were
+    /// a sixth of building the root-like zone. Its checks and warnings
+    /// are the same; answers from it would have no additional section.
+    pub fn only_to_sign(mut self) -> ZoneBuilder {
+        self.served = false;
+        self
     }
 
     /// Skips the checks that can only warn (glue of delegations, TTLs
@@ -297,6 +312,7 @@ impl ZoneBuilder {
             group_from: self.group_from,
             log_limit: self.log_limit,
             warn: self.warn,
+            served: self.served,
             ..ZoneBuilder::new(self.origin.clone(), self.class)
         }
     }
@@ -1411,7 +1427,8 @@ impl<'a> Plan<'a> {
             if self.b.warn {
                 self.check_targets(node, owner, (logs, lookups), &mut out.problems);
             }
-            for target in in_zone_targets(node, apex) {
+            let targets = self.b.served.then(|| in_zone_targets(node, apex));
+            for target in targets.into_iter().flatten() {
                 out.referrers.push((target, key.as_wire().into()));
             }
         }
@@ -1421,12 +1438,12 @@ impl<'a> Plan<'a> {
         };
         let glue_left_out = std::cell::Cell::new(0);
         let block = |set: &SetParts, encoded: EncodedRef| match &owner {
-            Some(owner) => {
+            Some(owner) if self.b.served => {
                 let block = additional_block(set, encoded, owner, is_cut, &addresses);
                 glue_left_out.set(glue_left_out.get() + block.required_left_out());
                 block
             }
-            None => AdditionalBlock::default(),
+            _ => AdditionalBlock::default(),
         };
         let written = write_node(arena, node, key.as_wire(), is_cut, apex, block);
         if let Err(set) = written {
@@ -1990,6 +2007,57 @@ mod tests {
                 .any(|e| e.to_string().contains("CNAME beside")),
             "{errors:?}"
         );
+    }
+
+    /// A zone read only to be signed has the same records and warnings
+    /// as one read to serve, and none of what only serving reads: no
+    /// additional block, no index of the nodes naming a target. Both
+    /// ways, grouped logs too (a large zone's).
+    #[test]
+    fn a_zone_read_only_to_sign_has_its_records_and_warnings_only() {
+        let origin = Name::parse("s.test").unwrap();
+        let text = "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\n@ MX 10 mail\nns A 192.0.2.1\n\
+            mail A 192.0.2.2\nsub NS ns.sub\nns.sub A 192.0.2.3\nlame NS ns.lame\n\
+            x A 192.0.2.4\nx 30 A 192.0.2.5\n";
+        let build = |served: bool, group_from: usize| {
+            let mut b = ZoneBuilder::new(origin.clone(), Class::IN);
+            if !served {
+                b = b.only_to_sign();
+            }
+            b.group_from = group_from;
+            let opts = ReadOptions::new(origin.clone());
+            read_file_text(text.as_bytes(), Path::new("s"), &opts, &mut |r| b.add(r));
+            let (zone, warnings) = b.build().expect("built");
+            let warnings: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+            (zone, warnings)
+        };
+        let has_additional = |zone: &Zone, name: &str, rtype: RType| {
+            let node = zone.node(Name::parse(name).unwrap().as_wire()).unwrap();
+            node.rrset(rtype).unwrap().additional().is_some()
+        };
+        for group_from in [usize::MAX, 0] {
+            let (served, served_warnings) = build(true, group_from);
+            let (to_sign, to_sign_warnings) = build(false, group_from);
+            assert_eq!(served_warnings.len(), 2, "{served_warnings:?}");
+            assert_eq!(to_sign_warnings, served_warnings);
+            assert!(crate::diff::diff(&served, &to_sign).is_empty());
+            assert_eq!(to_sign.record_count(), served.record_count());
+            for (name, rtype) in [
+                ("s.test", RType::NS),
+                ("s.test", RType::MX),
+                ("sub.s.test", RType::NS),
+            ] {
+                assert!(has_additional(&served, name, rtype), "{name} {rtype}");
+                assert!(!has_additional(&to_sign, name, rtype), "{name} {rtype}");
+            }
+            assert!(!served.links.as_ref().unwrap().referrers.is_empty());
+            assert!(
+                to_sign
+                    .links
+                    .as_ref()
+                    .is_none_or(|l| l.referrers.is_empty())
+            );
+        }
     }
 
     /// Built both ways, the zone is the same to the byte: each shard's

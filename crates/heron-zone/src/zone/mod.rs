@@ -568,6 +568,13 @@ pub fn load_zone_file(path: &Path, origin: &Name) -> Result<Loaded, Vec<Problem>
     load_zone_text(&file.text, path, origin, None)
 }
 
+/// [`load_zone_file`] of a zone read only to be signed, never served (see
+/// [`ZoneBuilder::only_to_sign`]).
+pub fn load_zone_file_to_sign(path: &Path, origin: &Name) -> Result<Loaded, Vec<Problem>> {
+    let file = ZoneFileText::read(path).map_err(|e| vec![syntax_problem(e)])?;
+    load_zone_text_to_sign(&file.text, path, origin, None)
+}
+
 /// [`load_zone_file`] from the text of the file at `path`, already read
 /// (see [`ZoneFileText`]).
 /// `progress`, if given, counts the octets read (see
@@ -578,10 +585,33 @@ pub fn load_zone_text(
     origin: &Name,
     progress: Option<&Arc<AtomicU64>>,
 ) -> Result<Loaded, Vec<Problem>> {
+    let builder = ZoneBuilder::new(origin.clone(), Class::IN);
+    load_text_into(builder, text, path, origin, progress)
+}
+
+/// [`load_zone_text`] of a zone read only to be signed, never served (see
+/// [`ZoneBuilder::only_to_sign`]).
+pub fn load_zone_text_to_sign(
+    text: &[u8],
+    path: &Path,
+    origin: &Name,
+    progress: Option<&Arc<AtomicU64>>,
+) -> Result<Loaded, Vec<Problem>> {
+    let builder = ZoneBuilder::new(origin.clone(), Class::IN).only_to_sign();
+    load_text_into(builder, text, path, origin, progress)
+}
+
+/// [`load_zone_text`] into `builder`, new.
+fn load_text_into(
+    mut builder: ZoneBuilder,
+    text: &[u8],
+    path: &Path,
+    origin: &Name,
+    progress: Option<&Arc<AtomicU64>>,
+) -> Result<Loaded, Vec<Problem>> {
     let mut opts = ReadOptions::new(origin.clone());
     opts.progress = progress.cloned();
     opts.notes = Some(Arc::default());
-    let mut builder = ZoneBuilder::new(origin.clone(), Class::IN);
     let threads = crate::cores();
     if text.len() >= PARALLEL_TEXT && read_in_pieces(text, path, &opts, threads, &mut builder) {
         return in_file(with_notes(finish_load(builder, Vec::new()), &opts), path);

@@ -14,7 +14,7 @@ use heron_proto::Name;
 use heron_xfr::primary::ZonePolicy;
 use heron_xfr::secondary::refresh::SecondaryZone;
 use heron_zone::zonefile::ZoneFileText;
-use heron_zone::{Catalog, Zone, load_zone_text, reload_zone_text};
+use heron_zone::{Catalog, Zone, load_zone_text, load_zone_text_to_sign, reload_zone_text};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::{CatalogConfig, GeneratedCatalog, RestartOnly, ZoneSpec};
@@ -1216,9 +1216,12 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         .fetch_add(file.text.len() as u64, Ordering::Relaxed);
     // A signed zone's text is read afresh: the version served holds the
     // signer's records, which the text does not.
-    let result = match previous.filter(|_| spec.signing.is_none()) {
-        Some(old) => reload_zone_text(old, &file.text, &spec.file, read),
-        None => load_zone_text(&file.text, &spec.file, &spec.origin, read),
+    // Its unsigned version is never served, so it is built without what
+    // only serving reads.
+    let result = match (previous, &spec.signing) {
+        (_, Some(_)) => load_zone_text_to_sign(&file.text, &spec.file, &spec.origin, read),
+        (Some(old), None) => reload_zone_text(old, &file.text, &spec.file, read),
+        (None, None) => load_zone_text(&file.text, &spec.file, &spec.origin, read),
     };
     // The text goes before any signing: a signed zone's peak holds the
     // zone, unsigned and signed, and no more.
@@ -1419,8 +1422,8 @@ fn hold_served(
     use crate::plan::signing::{keys_moved, last_signed_under, sign_loaded};
     let file = read_text(spec)?;
     let stamp = Stamp::from_metadata(&file.metadata);
-    let loaded =
-        load_zone_text(&file.text, &spec.file, &spec.origin, None).map_err(errors_said_apart)?;
+    let loaded = load_zone_text_to_sign(&file.text, &spec.file, &spec.origin, None)
+        .map_err(errors_said_apart)?;
     // The server's own write-back, older than updates since: no edit.
     let same = untouched || written_by_server(&spec.file) || is_known_text(&spec.file, &file.text);
     let edit_held = match same {
