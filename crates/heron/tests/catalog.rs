@@ -837,12 +837,15 @@ fn a_signed_zone_taken_out_is_not_served_unsigned_when_a_catalog_lists_it() {
         Some(Rcode::REFUSED),
         "not served unsigned"
     );
+    held_member_is_said(&socket, "c.test.", None);
     // Nor after a restart, the catalog read from its kept copy, while the
     // configuration still names that key directory (another zone signed
     // there; regression hunt BS-3).
     let mut consumer = consumer;
     consumer.terminate();
+    let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let other = signed_by_hand(&dir, "d.test", &config);
+    let other = format!("{other}[metrics]\nlisten = \"{metrics}\"\n");
     let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, CATALOG, &other)
         .unwrap_or_else(|log| panic!("Heron did not restart: {log}"));
     assert!(
@@ -851,7 +854,60 @@ fn a_signed_zone_taken_out_is_not_served_unsigned_when_a_catalog_lists_it() {
         consumer.log()
     );
     assert_eq!(rcode(addr, "c.test", RType::SOA), Some(Rcode::REFUSED));
+    held_member_is_said(&socket, "c.test.", Some(metrics));
+    // Once the catalog drops it, it is no longer said.
+    let members = [("a", "a.test", None), ("b", "b.test", None)];
+    let catalog = catalog_text(3, &members);
+    std::fs::write(dir.join(format!("{CATALOG}.zone")), catalog).unwrap();
+    primary.reload();
+    let held = || {
+        let status = ctl(&socket, &["status", "--json"]);
+        let status: serde_json::Value = serde_json::from_slice(&status).unwrap();
+        status["data"]["zones"]["secondary_held_for_ds"].as_u64()
+    };
+    assert!(eventually(|| held() == Some(0)), "{}", consumer.log());
+    let gone = ctl_output(&socket, &["zone-status", "c.test"]);
+    let said = String::from_utf8_lossy(&gone.stderr) + String::from_utf8_lossy(&gone.stdout);
+    assert!(said.contains("not configured"), "{gone:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `member`, held back for its DS, is said where an operator looks
+/// (black-box finding BS-9: zone-status called it "not configured", and
+/// `status` and the metrics counted nothing): its zone-status row names
+/// the reason and the state file, the catalog's names it, `status` counts
+/// it, and so does `heron_zones_unhealthy{state="not_served"}`.
+fn held_member_is_said(socket: &Path, member: &str, metrics: Option<SocketAddr>) {
+    let out = ctl(socket, &["zone-status", "--json", member]);
+    let rows = serde_json::from_slice::<serde_json::Value>(&out).unwrap()["data"].clone();
+    let row = &rows[0];
+    assert_eq!(row["zone"], member, "{rows}");
+    assert_eq!(row["held_for_ds"], true, "{rows}");
+    assert_eq!(row["served"], false, "{rows}");
+    assert_eq!(row["catalog"], "cat.test.", "{rows}");
+    let why = row["last_error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("keys.json") && why.contains("restart"),
+        "{why}"
+    );
+    let all = zone_status(socket);
+    let catalog = (all.as_array().unwrap().iter())
+        .find(|r| r["zone"] == "cat.test.")
+        .expect("the catalog's row");
+    assert_eq!(catalog["members_held_for_ds"], serde_json::json!([member]));
+    let status = ctl(socket, &["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&status).unwrap();
+    assert_eq!(status["data"]["zones"]["secondary_held_for_ds"], 1);
+    let text = String::from_utf8(ctl(socket, &["status"])).unwrap();
+    assert!(
+        text.contains("1 catalog members held back for their DS"),
+        "{text}"
+    );
+    if let Some(metrics) = metrics {
+        let scraped = scrape(metrics);
+        let not_served = "heron_zones_unhealthy{state=\"not_served\"} 1\n";
+        assert!(scraped.contains(not_served), "{scraped}");
+    }
 }
 
 /// b.test signed by hand (from the start, or over the catalog's member),

@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::control::socket::{Request, Response};
 use crate::plan::zone_files::ZoneFiles;
+use crate::runtime::held_members::{Held, held_member, held_members};
 use crate::runtime::{Selection, Transfers, reload};
 
 /// The commands this server answers, for the error that names them.
@@ -178,6 +179,7 @@ impl Controller {
                 "primary_file_failed": file_failed,
                 "secondary": secondary,
                 "secondary_served": served_secondaries,
+                "secondary_held_for_ds": held_members().len(),
             },
             "listeners": self.listeners.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
             "workers": self.workers,
@@ -207,15 +209,9 @@ impl Controller {
             .unwrap_or_default();
         let catalog = self.catalog.load();
         let files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-        let mut origins: Vec<Name> = if asked.is_empty() {
-            let served = catalog.zones().map(|z| z.origin().to_lowercase());
-            let mut all: HashSet<Name> = served.collect();
-            all.extend(self.secondaries.load_full().iter().cloned());
-            // A zone whose file never loaded is not served, but is there.
-            all.extend(files.origins().map(Name::to_lowercase));
-            all.into_iter().collect()
-        } else {
-            asked.to_vec()
+        let mut origins: Vec<Name> = match asked.is_empty() {
+            true => self.every_zone(&catalog, &files),
+            false => asked.to_vec(),
         };
         origins.sort_by_cached_key(|o| o.to_string());
         let mut rows = Vec::new();
@@ -227,7 +223,10 @@ impl Controller {
             let secondary = secondaries.contains(&origin);
             let generated = files.generates(&origin);
             if zone.is_none() && loaded.is_none() && !secondary && !generated {
-                unknown.push(format!("unknown zone {origin}: not configured"));
+                match held_member(&origin) {
+                    Some(held) => rows.push(held_row(&origin, &held)),
+                    None => unknown.push(format!("unknown zone {origin}: not configured")),
+                }
                 continue;
             }
             let mut row = json!({
@@ -248,10 +247,7 @@ impl Controller {
             crate::runtime::rollover::zone_status_fields(&mut row, &origin);
             if let Some(report) = report_of.get(&origin) {
                 secondary_fields(&mut row, report);
-                if let Some(why) = rejections.get(&origin) {
-                    row["last_error"] = json!(why);
-                    row["catalog_rejected"] = json!(true);
-                }
+                consumed_catalog_fields(&mut row, &origin, &rejections);
             }
             // A version received that could not be signed: the one served
             // is older (black-box finding: zone-status said nothing).
@@ -270,6 +266,18 @@ impl Controller {
             };
         }
         Response::ok(format!("{} zones", rows.len()), Value::Array(rows))
+    }
+
+    /// Every zone zone-status knows of (lower-cased): served, secondary,
+    /// from a file that never loaded, or a catalog member held back.
+    fn every_zone(&self, catalog: &heron_zone::Catalog, files: &ZoneFiles) -> Vec<Name> {
+        let served = catalog.zones().map(|z| z.origin().to_lowercase());
+        let mut all: HashSet<Name> = served.collect();
+        all.extend(self.secondaries.load_full().iter().cloned());
+        // A zone whose file never loaded is not served, but is there.
+        all.extend(files.origins().map(Name::to_lowercase));
+        all.extend(held_members().into_iter().map(|(origin, _)| origin));
+        all.into_iter().collect()
     }
 
     /// A zone's journal file or zone file that cannot be written now (a
@@ -968,6 +976,37 @@ fn parse_zones(names: &[String]) -> Result<Vec<Name>, String> {
                 .map_err(|e| format!("zone name '{n}': {e}"))
         })
         .collect()
+}
+
+/// A consumed catalog's newest version rejected, and the members it lists
+/// that are held back for their DS, in its zone-status row.
+fn consumed_catalog_fields(row: &mut Value, origin: &Name, rejections: &HashMap<Name, String>) {
+    if let Some(why) = rejections.get(origin) {
+        row["last_error"] = json!(why);
+        row["catalog_rejected"] = json!(true);
+    }
+    let held: Vec<String> = (held_members().into_iter())
+        .filter(|(_, held)| (held.catalog.as_ref()).is_some_and(|c| c.to_lowercase() == *origin))
+        .map(|(member, _)| member.to_string())
+        .collect();
+    if !held.is_empty() {
+        row["members_held_for_ds"] = json!(held);
+    }
+}
+
+/// The `zone-status` row of a catalog member held back for its DS: known,
+/// listed, not served, and why (black-box finding BS-9: "not configured").
+fn held_row(origin: &Name, held: &Held) -> Value {
+    json!({
+        "zone": origin.to_string(),
+        "role": "secondary",
+        "catalog": held.catalog.as_ref().map(Name::to_string),
+        "serial": null,
+        "served": false,
+        "loaded_at": null,
+        "held_for_ds": true,
+        "last_error": held.said(),
+    })
 }
 
 /// The refresh task's view of a secondary zone, added to its row.

@@ -484,20 +484,28 @@ fn status_table(data: &Value) -> String {
         ("pid", text(&data["pid"])),
         ("uptime", format!("{} s", text(&data["uptime_seconds"]))),
         ("primary zones", primary_zones(zones)),
-        (
-            "secondary zones",
-            format!(
-                "{} ({} served)",
-                text(&zones["secondary"]),
-                text(&zones["secondary_served"])
-            ),
-        ),
+        ("secondary zones", secondary_zones(zones)),
         ("listeners", text(&data["listeners"])),
         ("workers", text(&data["workers"])),
         ("tls", state(&data["tls"])),
         ("xdp", state(&data["xdp"])),
     ];
     rows.iter().map(|(k, v)| format!("{k:<16} {v}\n")).collect()
+}
+
+/// The secondary zones and those served, and the catalog members held
+/// back for their DS, which `zone-status` explains.
+fn secondary_zones(zones: &serde_json::Value) -> String {
+    let (all, served) = (
+        text_of(&zones["secondary"]),
+        text_of(&zones["secondary_served"]),
+    );
+    match zones["secondary_held_for_ds"].as_u64() {
+        Some(held) if held > 0 => format!(
+            "{all} ({served} served); {held} catalog members held back for their DS (see zone-status)"
+        ),
+        _ => format!("{all} ({served} served)"),
+    }
 }
 
 /// The primary zones served, and those whose file failed to load (an

@@ -5,6 +5,7 @@
 //! drive it; above `plan`, whose decisions it carries out.
 
 pub(crate) mod freeze_mark;
+pub(crate) mod held_members;
 pub(crate) mod member_dirs;
 pub mod query_log;
 pub mod rollover;

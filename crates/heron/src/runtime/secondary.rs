@@ -34,6 +34,7 @@ use crate::plan::consumer::{Consumers, Step, ceded_copy, consumed_copy, read_ced
 use crate::plan::zone_files::SecondaryChanges;
 use crate::plan::zone_files::load_parallel;
 use crate::runtime::Transfers;
+use crate::runtime::held_members;
 use crate::runtime::signed_secondary::{SignedSecondaries, signed_copy};
 
 /// The secondary zones of the configuration, and what starts them.
@@ -776,6 +777,7 @@ impl Running {
                     added.push(member);
                 }
                 Step::Remove(origin) => {
+                    held_members::release(&origin);
                     let file = self.stop(&origin.to_lowercase(), next, primary, |_| false);
                     if let Some(file) = file.filter(|_| !self.keep_removed) {
                         to_delete.push(file);
@@ -799,6 +801,7 @@ impl Running {
                     }
                 }
                 Step::Forget(origin) => {
+                    held_members::release(&origin);
                     // Its kept file is now a configured zone's, maybe its
                     // own by hand: that zone, just loaded, stays served
                     // (regression hunt finding: REFUSED until a restart).
@@ -970,17 +973,24 @@ fn hold_for_their_ds(added: &mut Vec<SecondaryZone>, primary: &Primary) {
 }
 
 /// The catalog members of `zones` held for their DS ([`hold_for_their_ds`]),
-/// lower-cased, each said.
+/// lower-cased, each said and kept for zone-status ([`held_members`]);
+/// the others are no longer held.
 fn held_for_their_ds<'z>(zones: impl Iterator<Item = &'z SecondaryZone>) -> HashSet<Name> {
-    let members: Vec<&Name> = (zones.filter(|z| z.catalog.is_some()))
-        .map(|z| &z.origin)
-        .collect();
-    (crate::plan::key_state::members_held_for_their_ds(&members).into_iter())
+    let members: Vec<&SecondaryZone> = zones.filter(|z| z.catalog.is_some()).collect();
+    let origins: Vec<&Name> = members.iter().map(|z| &z.origin).collect();
+    let held: HashSet<Name> = (crate::plan::key_state::members_held_for_their_ds(&origins))
+        .into_iter()
         .map(|(origin, why)| {
             tracing::error!(zone = %origin, "catalog member not served: {why} (then restart)");
+            let catalog = members.iter().find(|z| z.origin == *origin);
+            held_members::hold(origin, catalog.and_then(|z| z.catalog.as_ref()), &why);
             origin.to_lowercase()
         })
-        .collect()
+        .collect();
+    (members.iter())
+        .filter(|z| !held.contains(&z.origin.to_lowercase()))
+        .for_each(|z| held_members::release(&z.origin));
+    held
 }
 
 /// Whether two paths name one file: the same file if both exist, else

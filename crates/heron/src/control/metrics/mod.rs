@@ -78,7 +78,8 @@ struct SecondaryHealth {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct ZonesHealth {
     /// Configured and not answered from (a secondary before its first
-    /// transfer or expired, a zone file that never loaded).
+    /// transfer or expired, a zone file that never loaded, a catalog
+    /// member held back for its DS).
     not_served: u64,
     /// Zones from files whose last load failed.
     file_load_failed: u64,
@@ -124,7 +125,7 @@ impl ZonesHealth {
         family(
             e,
             "heron_zones_unhealthy",
-            "Zones in each state an operator acts on, counted (with or without zone-metrics): not_served, file_load_failed, checks_failing (three or more in a row), expiring_within_a_day (while checks fail), catalog_rejected, write_failing (its journal, zone file, kept or signed copy or generated catalog file cannot be written, or its updates cannot be signed: mostly a full or read-only disk)",
+            "Zones in each state an operator acts on, counted (with or without zone-metrics): not_served (a catalog member held back for its DS too), file_load_failed, checks_failing (three or more in a row), expiring_within_a_day (while checks fail), catalog_rejected, write_failing (its journal, zone file, kept or signed copy or generated catalog file cannot be written, or its updates cannot be signed: mostly a full or read-only disk)",
             MetricType::Gauge,
             rows,
         )
@@ -282,16 +283,22 @@ async fn zone_rows(controller: &Controller) -> Vec<ZoneRow> {
     // longer configured is not, whatever it counted before it went
     // (black-box finding: a removed zone stayed, not served, firing the
     // alerts).
+    // A catalog member held back for its DS is listed, not served (black-
+    // box finding BS-9: no metric said so).
+    let held: HashSet<Name> = (crate::runtime::held_members::held_members().into_iter())
+        .map(|(origin, _)| origin)
+        .collect();
     let mut origins: Vec<_> = (catalog.zones().map(|z| z.origin().to_lowercase()))
         .chain(secondaries.iter().cloned())
         .chain(files.origins().map(Name::to_lowercase))
+        .chain(held.iter().cloned())
         .collect();
     origins.sort_by_cached_key(|o| o.to_string());
     origins.dedup();
     origins
         .into_iter()
         .map(|origin| {
-            let secondary = secondaries.contains(&origin);
+            let secondary = secondaries.contains(&origin) || held.contains(&origin);
             let loaded_at = match secondary {
                 true => transferred_at.get(&origin).copied().flatten(),
                 false => files.loaded_at(&origin).flatten(),
