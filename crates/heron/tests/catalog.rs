@@ -838,6 +838,22 @@ fn a_signed_zone_taken_out_is_not_served_unsigned_when_a_catalog_lists_it() {
         "not served unsigned"
     );
     held_member_is_said(&socket, "c.test.", None);
+    // Once the catalog drops it, it is no longer said; listed again, it is.
+    let held = || {
+        let status = ctl(&socket, &["status", "--json"]);
+        let status: serde_json::Value = serde_json::from_slice(&status).unwrap();
+        status["data"]["zones"]["secondary_held_for_ds"].as_u64()
+    };
+    let catalog_file = dir.join(format!("{CATALOG}.zone"));
+    std::fs::write(&catalog_file, catalog_text(3, &members[..2])).unwrap();
+    primary.reload();
+    assert!(eventually(|| held() == Some(0)), "{}", consumer.log());
+    let gone = ctl_output(&socket, &["zone-status", "c.test"]);
+    let said = String::from_utf8_lossy(&gone.stderr) + String::from_utf8_lossy(&gone.stdout);
+    assert!(said.contains("not configured"), "{gone:?}");
+    std::fs::write(&catalog_file, catalog_text(4, &members)).unwrap();
+    primary.reload();
+    assert!(eventually(|| held() == Some(1)), "{}", consumer.log());
     // Nor after a restart, the catalog read from its kept copy, while the
     // configuration still names that key directory (another zone signed
     // there; regression hunt BS-3).
@@ -855,20 +871,18 @@ fn a_signed_zone_taken_out_is_not_served_unsigned_when_a_catalog_lists_it() {
     );
     assert_eq!(rcode(addr, "c.test", RType::SOA), Some(Rcode::REFUSED));
     held_member_is_said(&socket, "c.test.", Some(metrics));
-    // Once the catalog drops it, it is no longer said.
-    let members = [("a", "a.test", None), ("b", "b.test", None)];
-    let catalog = catalog_text(3, &members);
-    std::fs::write(dir.join(format!("{CATALOG}.zone")), catalog).unwrap();
-    primary.reload();
-    let held = || {
-        let status = ctl(&socket, &["status", "--json"]);
-        let status: serde_json::Value = serde_json::from_slice(&status).unwrap();
-        status["data"]["zones"]["secondary_held_for_ds"].as_u64()
-    };
-    assert!(eventually(|| held() == Some(0)), "{}", consumer.log());
-    let gone = ctl_output(&socket, &["zone-status", "c.test"]);
-    let said = String::from_utf8_lossy(&gone.stderr) + String::from_utf8_lossy(&gone.stdout);
-    assert!(said.contains("not configured"), "{gone:?}");
+    // Its state file moved away (the operator took the DS out), a
+    // reconfiguration serves it, no restart needed.
+    let state = dir.join("keys").join("c.test.keys.json");
+    std::fs::rename(&state, dir.join("c.test.keys.json.old")).unwrap();
+    reconfigure(&consumer, &socket, &other);
+    assert_eq!(held(), Some(0));
+    assert!(consumer.log().contains("catalog member served now"));
+    // A member now, asked of its primary (which does not serve it here).
+    assert_eq!(catalog_of(&socket, "c.test.").as_deref(), Some("cat.test."));
+    let out = ctl(&socket, &["zone-status", "--json", "c.test"]);
+    let row = serde_json::from_slice::<serde_json::Value>(&out).unwrap()["data"][0].clone();
+    assert!(row["held_for_ds"].is_null(), "{row}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -887,7 +901,7 @@ fn held_member_is_said(socket: &Path, member: &str, metrics: Option<SocketAddr>)
     assert_eq!(row["catalog"], "cat.test.", "{rows}");
     let why = row["last_error"].as_str().unwrap_or_default();
     assert!(
-        why.contains("keys.json") && why.contains("restart"),
+        why.contains("keys.json") && why.contains("heron ctl reconfigure"),
         "{why}"
     );
     let all = zone_status(socket);

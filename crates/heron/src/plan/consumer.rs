@@ -292,6 +292,17 @@ impl Consumers {
         steps
     }
 
+    /// What adds `zone` again, a member its owning catalog lists (one held
+    /// back before, to be served now); None if no catalog owns it.
+    pub fn add_again(&self, zone: &Name) -> Option<Step> {
+        let zone = zone.to_lowercase();
+        let catalog = self.owner.get(&zone)?;
+        let consumer = self.catalogs.get(catalog)?;
+        let listed = consumer.members.members().get(&zone)?;
+        let (member, policy) = self.made(catalog, listed)?;
+        Some(Step::Add(member, policy))
+    }
+
     /// The zone is configured by hand from now on: no catalog owns it.
     pub fn disown(&mut self, zone: &Name) {
         self.owner.remove(zone);

@@ -27,7 +27,7 @@ impl Held {
             None => String::new(),
         };
         format!(
-            "{listed}not served: {} (then restart Heron to serve it)",
+            "{listed}not served: {} (then heron ctl reconfigure to serve it)",
             self.why
         )
     }

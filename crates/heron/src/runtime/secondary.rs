@@ -633,6 +633,38 @@ impl Running {
             }
         }
         self.adopt_orphans(next, primary);
+        self.add_held_again(next, primary);
+    }
+
+    /// The members held back for their DS ([`hold_for_their_ds`]) whose
+    /// state file no longer says so (moved away): started, each in its
+    /// catalog, at a reload rather than a restart.
+    fn add_held_again(&mut self, next: &mut Catalog, primary: &Primary) {
+        let held = held_members::held_members();
+        let origins: Vec<&Name> = held.iter().map(|(origin, _)| origin).collect();
+        let still: HashSet<Name> = (crate::plan::key_state::members_held_for_their_ds(&origins))
+            .into_iter()
+            .map(|(origin, _)| origin.clone())
+            .collect();
+        let steps: Vec<Step> = (origins.into_iter())
+            .filter(|origin| !still.contains(*origin))
+            .filter_map(|origin| self.consumers.add_again(origin))
+            .collect();
+        if steps.is_empty() {
+            return;
+        }
+        let (added, mut to_delete) = self.take_steps(steps, next, primary, &|_| false);
+        for member in &added {
+            tracing::info!(
+                zone = %member.origin,
+                "catalog member served now: no key state file holds it back for its DS"
+            );
+        }
+        // Transferred afresh, as a member a new version adds.
+        to_delete.extend(added.iter().map(|z| z.kept_path().into_owned()));
+        self.delete_files(&to_delete);
+        self.start_zones(added, next, &to_delete);
+        self.publish_origins();
     }
 
     /// Members whose catalog, or whose zone configured by hand, went
@@ -960,8 +992,8 @@ impl Running {
 /// Leaves out of `added` the catalog members (served unsigned) that a
 /// key state file of this run says may have a DS at the parent: a zone
 /// signed here and taken out, then listed by a catalog, would be bogus to
-/// every validator (regression hunt BR-2). Said; served after a restart
-/// once the state file is moved away.
+/// every validator (regression hunt BR-2). Said; served at the next
+/// reconfiguration or start once the state file is moved away.
 fn hold_for_their_ds(added: &mut Vec<SecondaryZone>, primary: &Primary) {
     let held = held_for_their_ds(added.iter());
     if held.is_empty() {
@@ -981,7 +1013,10 @@ fn held_for_their_ds<'z>(zones: impl Iterator<Item = &'z SecondaryZone>) -> Hash
     let held: HashSet<Name> = (crate::plan::key_state::members_held_for_their_ds(&origins))
         .into_iter()
         .map(|(origin, why)| {
-            tracing::error!(zone = %origin, "catalog member not served: {why} (then restart)");
+            tracing::error!(
+                zone = %origin,
+                "catalog member not served: {why} (then heron ctl reconfigure)"
+            );
             let catalog = members.iter().find(|z| z.origin == *origin);
             held_members::hold(origin, catalog.and_then(|z| z.catalog.as_ref()), &why);
             origin.to_lowercase()
