@@ -1125,3 +1125,100 @@ fn keymgr_as_root_leaves_the_files_to_the_key_directorys_owner() {
         }
     }
 }
+
+/// The zone file at the serial `addr` serves, as an operator raises it
+/// before Heron takes over (docs/migrating.md: the old signer serves a
+/// serial of its own), in `dir`.
+fn at_served_serial(addr: SocketAddr, dir: &Path) -> PathBuf {
+    let port = addr.port().to_string();
+    let server = format!("@{}", addr.ip());
+    let out = run(
+        "/usr/bin/dig",
+        &[&server, "-p", &port, ORIGIN, "SOA", "+short"],
+    );
+    let serial = said(&out).split_whitespace().nth(2).unwrap().to_string();
+    let file = dir.join("moved.test.zone");
+    std::fs::write(&file, ZONE.replace("2026010101", &serial)).unwrap();
+    file
+}
+
+/// `heron compare` of the running old signer and Heron serving `file`:
+/// its exit code and report.
+fn compare_signed(old: SocketAddr, heron_addr: SocketAddr, file: &Path) -> (Option<i32>, String) {
+    let zone = format!("{ORIGIN}={}", file.display());
+    let out = run(
+        heron().to_str().unwrap(),
+        &[
+            "compare",
+            "--against",
+            &old.to_string(),
+            "--server",
+            &heron_addr.to_string(),
+            "--zone",
+            &zone,
+        ],
+    );
+    (out.status.code(), said(&out))
+}
+
+/// A zone BIND signs (dnssec-policy, NSEC) moved to Heron with its keys
+/// compares clean against BIND while both serve it: BIND's private
+/// signing-state record (TYPE65534) at the apex, and its bit in the apex's
+/// NSEC, are named as tolerated, not differences (black-box finding BT-8:
+/// such a zone could never compare clean).
+#[test]
+fn a_zone_moved_from_bind_with_its_keys_compares_clean() {
+    let port = free_port();
+    let named = ServerProcess::peer_with_config(ServerKind::Bind, port, ORIGIN, |dir| {
+        named_conf(dir, port)
+    })
+    .expect("named starts");
+    assert!(wait_signed(named.addr()), "named signs the zone");
+    let old_tags = dnskey_tags(named.addr());
+    let keys = tempfile::tempdir().unwrap();
+    let bind_keys = named.dir().join("keys");
+    let out = keymgr_import(
+        keys.path(),
+        "moved.test",
+        &["--from", "bind", bind_keys.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    let dir = tempfile::tempdir().unwrap();
+    let unsigned = at_served_serial(named.addr(), dir.path());
+    let heron_server = serve("", keys.path(), &unsigned);
+    assert_eq!(dnskey_tags(heron_server.addr()), old_tags);
+    let (code, report) = compare_signed(named.addr(), heron_server.addr(), &unsigned);
+    assert_eq!(code, Some(0), "{report}");
+    assert!(report.contains(", 0 with differences"), "{report}");
+    assert!(report.contains("bind-signing-state"), "{report}");
+}
+
+/// A zone Knot signs with NSEC3 and Knot's default 8-octet salt, moved to
+/// Heron with its keys under a policy without salt (what `heron import`
+/// writes, RFC 9276): the denial proofs hash other owners, which compare
+/// names as tolerated (`nsec3-parameters`), and the rest compares clean
+/// (BT-8).
+#[test]
+fn a_zone_moved_from_knot_with_a_salted_nsec3_chain_compares_clean() {
+    let port = free_port();
+    let salted = "nsec3: on\n    nsec3-iterations: 0\n    nsec3-salt-length: 8\n";
+    let knotd = ServerProcess::peer_with_config(ServerKind::Knot, port, ORIGIN, |dir| {
+        knot_signing_conf(dir, port, ZONE, salted)
+    })
+    .expect("knotd starts");
+    assert!(wait_signed(knotd.addr()), "knotd signs the zone");
+    let old_tags = dnskey_tags(knotd.addr());
+    let (keys, text) = import_keys("knot", &knotd.dir().join("kasp"));
+    assert!(text.contains("keys = \"ksk-zsk\""), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let unsigned = at_served_serial(knotd.addr(), dir.path());
+    // Knot's DNSKEY TTL is the SOA's (heron import says so), its CDS TTL
+    // 0 (heron import writes it).
+    let policy = "keys = \"ksk-zsk\"\ndenial = \"nsec3\"\ndnskey-ttl = \"300\"\ncds-ttl = \"0\"";
+    let heron_server = serve(policy, keys.path(), &unsigned);
+    assert_eq!(dnskey_tags(heron_server.addr()), old_tags);
+    let (code, report) = compare_signed(knotd.addr(), heron_server.addr(), &unsigned);
+    assert_eq!(code, Some(0), "{report}");
+    assert!(report.contains(", 0 with differences"), "{report}");
+    assert!(report.contains("nsec3-parameters"), "{report}");
+}

@@ -29,6 +29,15 @@
 //!   and Knot) with a referral: RFC 4035 3.1.4.1 makes an exception to the
 //!   referral for DS only, and the NSEC there is parent-side data, so both
 //!   are answers an RFC allows.
+//! * `nsec3-parameters`: NSEC3 and NSEC3PARAM records of chains made with
+//!   other parameters (salt, iterations): a zone moved with its keys is
+//!   signed again under Heron's policy (RFC 9276: no salt), and proves the
+//!   same with other owner hashes (`signed.rs`).
+//! * `nsec3param-ttl`: the NSEC3PARAM RRset alike but for its TTL (BIND
+//!   and Heron serve 0, Knot the zone's); only secondaries read it.
+//! * `bind-signing-state`: BIND's private signing-state records (TYPE65534)
+//!   at the apex of a zone BIND signs, and that type's bit in the apex's
+//!   NSEC or NSEC3 bitmap, on one side only.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -37,6 +46,7 @@ use heron_proto::message::{Record, flags};
 use heron_proto::{Name, RType};
 
 use super::normalize::{Response, SECTION_NAMES, record_key};
+use super::signed;
 
 /// Which server a probe's failure is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -76,6 +86,9 @@ pub enum Tolerance {
     TruncatedBody,
     WildcardNsecProof,
     DelegationNsec,
+    Nsec3Parameters,
+    Nsec3paramTtl,
+    BindSigningState,
 }
 
 impl DiffKind {
@@ -106,6 +119,9 @@ impl DiffKind {
                 Tolerance::TruncatedBody => "truncated-body",
                 Tolerance::WildcardNsecProof => "wildcard-nsec-proof",
                 Tolerance::DelegationNsec => "delegation-nsec",
+                Tolerance::Nsec3Parameters => "nsec3-parameters",
+                Tolerance::Nsec3paramTtl => "nsec3param-ttl",
+                Tolerance::BindSigningState => "bind-signing-state",
             }
             .into(),
         }
@@ -144,6 +160,15 @@ impl DiffKind {
             }
             DiffKind::Tolerated(Tolerance::DelegationNsec) => {
                 "QTYPE NSEC at a delegation: the old server answers, Heron refers"
+            }
+            DiffKind::Tolerated(Tolerance::Nsec3Parameters) => {
+                "NSEC3 records of chains made with other parameters (salt, iterations)"
+            }
+            DiffKind::Tolerated(Tolerance::Nsec3paramTtl) => {
+                "the NSEC3PARAM RRset alike but for its TTL (only secondaries read it)"
+            }
+            DiffKind::Tolerated(Tolerance::BindSigningState) => {
+                "BIND's private signing-state records (TYPE65534) and their bit in the apex's NSEC/NSEC3"
             }
         }
     }
@@ -425,6 +450,9 @@ fn tolerate(old: &mut Response, heron: &mut Response, found: &mut Vec<Finding>) 
     authority_ns(old, heron, &mut set_aside);
     wildcard_nsec_proof(old, heron, &mut set_aside);
     delegation_nsec(old, heron, &mut set_aside);
+    signed::bind_signing_state(old, heron, &mut set_aside);
+    signed::nsec3_parameters(old, heron, &mut set_aside);
+    signed::nsec3param_ttl(old, heron, &mut set_aside);
 }
 
 /// Addresses of the MX, SRV and NS targets in the answer section, and
@@ -484,7 +512,7 @@ fn naptr_replacements(r: &Response) -> Vec<Name> {
 }
 
 /// The name and type asked, from the question echoed.
-fn question_of(r: &Response) -> Option<(Name, RType)> {
+pub(super) fn question_of(r: &Response) -> Option<(Name, RType)> {
     let (name, end) = Name::read_uncompressed(&r.question, 0).ok()?;
     let t = r.question.get(end..end + 2)?;
     Some((name.to_lowercase(), RType(u16::from_be_bytes([t[0], t[1]]))))
@@ -913,6 +941,118 @@ mod tests {
             )
         };
         assert!(kinds(&bind, &elsewhere, false).contains(&"aa-flag".to_string()));
+    }
+
+    /// NSEC3 RDATA: SHA-1, 0 iterations, `salt`, a hash of `hash`
+    /// octets, types A and `more`.
+    fn nsec3(salt: &[u8], hash: u8, more: &[u16]) -> Vec<u8> {
+        let mut d = vec![1, 0, 0, 0, salt.len() as u8];
+        d.extend_from_slice(salt);
+        d.push(20);
+        d.extend([hash; 20]);
+        let mut types = vec![1];
+        types.extend_from_slice(more);
+        heron_proto::rdata::encode_type_bitmap(&types, &mut d);
+        d
+    }
+
+    fn nsec3param(salt: &[u8]) -> Vec<u8> {
+        [vec![1, 0, 0, 0, salt.len() as u8], salt.to_vec()].concat()
+    }
+
+    fn soa() -> Vec<u8> {
+        [wire("ns.c.test"), wire("h.c.test"), vec![0; 20]].concat()
+    }
+
+    /// A zone moved to Heron with its keys gets a chain of Heron's
+    /// parameters (no salt): denial proofs of other owner hashes, and
+    /// another NSEC3PARAM, are set aside; under one set of parameters a
+    /// proof that differs is not (black-box finding BT-8).
+    #[test]
+    fn nsec3_chains_of_other_parameters_prove_alike() {
+        let denial = |salt: &[u8], owner: &'static str, hash: u8| {
+            Msg { rcode: 3, ..msg() }
+                .with(1, "c.test", RType::SOA, soa())
+                .with(1, "c.test", RType::RRSIG, rrsig(RType::SOA, 2))
+                .with(1, owner, RType::NSEC3, nsec3(salt, hash, &[]))
+                .with(1, owner, RType::RRSIG, rrsig(RType::NSEC3, 3))
+        };
+        let knot = denial(&[0xab, 0xcd], "k1.c.test", 1);
+        let heron = denial(&[], "h1.c.test", 2);
+        assert_eq!(kinds(&knot, &heron, false), ["nsec3-parameters"]);
+        let strict = kinds(&knot, &heron, true);
+        assert!(
+            strict.contains(&"authority-missing".to_string()),
+            "{strict:?}"
+        );
+        let other_proof = denial(&[0xab, 0xcd], "k2.c.test", 3);
+        let found = kinds(&knot, &other_proof, false);
+        assert!(
+            found.contains(&"authority-missing".to_string()),
+            "{found:?}"
+        );
+        assert!(
+            !found.contains(&"nsec3-parameters".to_string()),
+            "{found:?}"
+        );
+        let param = |salt: &[u8]| {
+            asking(RType::NSEC3PARAM, msg())
+                .with(0, "c.test", RType::NSEC3PARAM, nsec3param(salt))
+                .with(0, "c.test", RType::RRSIG, rrsig(RType::NSEC3PARAM, 2))
+        };
+        assert_eq!(
+            kinds(&param(&[0xab]), &param(&[]), false),
+            ["nsec3-parameters"]
+        );
+    }
+
+    /// The NSEC3PARAM served with TTL 0 (BIND, Heron) or the zone's
+    /// (Knot), its RRSIG's original TTL alike, is set aside; another TTL
+    /// of any other RRset is not.
+    #[test]
+    fn the_nsec3param_ttl_may_differ() {
+        let param = |ttl: u32| {
+            let mut sig = rrsig(RType::NSEC3PARAM, 2);
+            sig[4..8].copy_from_slice(&ttl.to_be_bytes());
+            Msg {
+                ttl,
+                ..asking(RType::NSEC3PARAM, msg())
+                    .with(0, "c.test", RType::NSEC3PARAM, nsec3param(&[]))
+                    .with(0, "c.test", RType::RRSIG, sig)
+            }
+        };
+        assert_eq!(kinds(&param(300), &param(0), false), ["nsec3param-ttl"]);
+        assert!(kinds(&param(300), &param(300), false).is_empty());
+        let found = kinds(&param(300), &param(0), true);
+        assert!(found.contains(&"answer-ttl".to_string()), "{found:?}");
+        let a_ttl = |ttl| Msg {
+            ttl,
+            ..msg().with(0, "q.c.test", RType::A, a(1))
+        };
+        assert_eq!(kinds(&a_ttl(300), &a_ttl(0), false), ["answer-ttl"]);
+    }
+
+    /// BIND's TYPE65534 at the apex of a zone it signs: the record asked
+    /// for, and its bit in the apex's NSEC3 bitmap of a NODATA proof, on
+    /// BIND's side only, are set aside; on both sides alike nothing is
+    /// said.
+    #[test]
+    fn bind_signing_state_records_are_set_aside() {
+        let nodata = |more: &[u16]| {
+            msg()
+                .with(1, "c.test", RType::SOA, soa())
+                .with(1, "x.c.test", RType::NSEC3, nsec3(&[], 1, more))
+                .with(1, "x.c.test", RType::RRSIG, rrsig(RType::NSEC3, 3))
+        };
+        let bind = nodata(&[6, 65534]);
+        assert_eq!(kinds(&bind, &nodata(&[6]), false), ["bind-signing-state"]);
+        assert!(kinds(&bind, &bind, false).is_empty());
+        let found = kinds(&bind, &nodata(&[6]), true);
+        assert_eq!(found, ["authority-differs"]);
+        let state = RType(65534);
+        let asked = asking(state, msg()).with(0, "c.test", state, vec![13, 0, 1, 0, 0]);
+        let none = asking(state, nodata(&[6]));
+        assert_eq!(kinds(&asked, &none, false), ["bind-signing-state"]);
     }
 
     #[test]

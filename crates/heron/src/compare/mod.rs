@@ -17,6 +17,7 @@ mod normalize;
 mod old_names;
 mod probes;
 mod report;
+mod signed;
 
 use std::io::{self, IsTerminal, Write};
 use std::net::{IpAddr, SocketAddr};

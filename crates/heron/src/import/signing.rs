@@ -322,6 +322,10 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
              to keep Knot's",
         );
     }
+    // Knot publishes its CDS and CDNSKEY RRsets with TTL 0 (Heron's
+    // default is the DNSKEY TTL): kept, so that compare finds them alike
+    // (black-box finding BT-8).
+    p.set("cds-ttl", "0".into());
     match value("cds-cdnskey-publish") {
         Some("always") => {}
         Some(other) => p.notes.push(knot_cds_note(other)),
@@ -668,6 +672,7 @@ mod tests {
         let plain = got.policies.iter().find(|p| p.name == "plain").unwrap();
         assert_eq!(setting(plain, "propagation-delay"), Some("3600"));
         assert_eq!(setting(plain, "dnskey-ttl"), None);
+        assert_eq!(setting(plain, "cds-ttl"), Some("0"), "Knot's CDS TTL");
         assert!(
             got.notes
                 .iter()
