@@ -198,9 +198,27 @@ impl ZoneFileText {
                 Refused::Other(why) => format!("cannot read zone file: {why}"),
             },
         })?;
+        // A binary file read as text gave errors that named no cause
+        // (black-box finding BT-11: BIND's raw format, "no NS records").
+        if text[..text.len().min(BINARY_SNIFF)].contains(&0) {
+            return Err(ZoneFileError {
+                location: Location {
+                    file: Arc::from(path),
+                    line: 0,
+                },
+                message: NOT_TEXT.into(),
+            });
+        }
         Ok(ZoneFileText { text, metadata })
     }
 }
+
+/// Octets looked at for a NUL, which no text zone file holds.
+const BINARY_SNIFF: usize = 4096;
+
+const NOT_TEXT: &str = "not a text zone file: it holds NUL octets (BIND's raw and map \
+    formats are binary; `named-compilezone -f raw -F text -o FILE.txt ZONE FILE` writes one \
+    as text)";
 
 /// The text of the regular file at `path`, and the file as it was when
 /// opened, if it holds at most `max` octets; anything else refused before

@@ -616,3 +616,32 @@ fn type_zero_is_refused() {
     let e = errs_of("$TTL 1\nx TYPE0 \\# 0\n");
     assert_eq!(e, ["2: record type 'TYPE0' (0) is reserved"], "{e:?}");
 }
+
+/// A binary file (BIND's raw format begins with a NUL octet) is refused
+/// as not text, naming the conversion, not read as records; only the first
+/// 4 KiB are looked at (a NUL further on is the record's error); a text
+/// file reads as before.
+#[test]
+fn a_binary_zone_file_is_said_to_be_not_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw.zone");
+    let mut bytes = vec![0, 0, 0, 2, 0, 0, 0, 1];
+    bytes.extend_from_slice(b"\x01r\x04test\x00\x00\x06");
+    std::fs::write(&raw, &bytes).unwrap();
+    let err = ZoneFileText::read(&raw).err().expect("refused");
+    assert!(
+        err.message.starts_with("not a text zone file"),
+        "{}",
+        err.message
+    );
+    assert!(err.message.contains("named-compilezone"), "{}", err.message);
+    let late = dir.path().join("late.zone");
+    let mut text = "; padding\n".repeat(500).into_bytes();
+    text.extend_from_slice(b"x 300 A 192.0.2.\x001\n");
+    std::fs::write(&late, &text).unwrap();
+    assert!(ZoneFileText::read(&late).is_ok());
+    let plain = dir.path().join("plain.zone");
+    std::fs::write(&plain, "x 300 A 192.0.2.1\n").unwrap();
+    let (recs, errs) = read_path(&plain, &opts());
+    assert!(errs.is_empty() && recs.len() == 1, "{errs:?}");
+}
