@@ -690,6 +690,41 @@ fn a_broken_configuration_is_an_error_and_nothing_is_written() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "# mine\n");
 }
 
+/// A translation Heron cannot read (a TSIG key whose secret is not
+/// base64) exits 1 with nothing written: no file left to need --force on
+/// the next run, and a file --force would replace kept as it was
+/// (black-box finding BT-11).
+#[test]
+fn a_translation_heron_cannot_read_leaves_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("named.conf");
+    std::fs::write(
+        &conf,
+        "options { directory \"/tmp\"; };\n\
+         key \"bad\" { algorithm hmac-sha256; secret \"not*base64!\"; };\n",
+    )
+    .unwrap();
+    let out = dir.path().join("heron.toml");
+    let import = |force: bool| {
+        let mut args = vec!["import", "--from", "bind", conf.to_str().unwrap()];
+        args.extend(["-o", out.to_str().unwrap()]);
+        if force {
+            args.push("--force");
+        }
+        run(&args)
+    };
+    let result = import(false);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("nothing written"), "{stderr}");
+    assert!(!out.exists(), "{stderr}");
+    std::fs::write(&out, "# mine\n").unwrap();
+    let result = import(true);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "# mine\n");
+}
+
 /// A listing that cannot be written (stderr on a full disk, or a reader
 /// that went away) stops the import with 1, not a panic's 101, and
 /// nothing is written: heron.toml is not left without its listing seen.

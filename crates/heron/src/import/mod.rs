@@ -248,6 +248,10 @@ fn run_to(options: &Options, err: &mut dyn Write) -> std::io::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     let new_output = !options.output.exists();
+    // What --force replaces comes back if the new file does not load.
+    let replaced = (!new_output && options.force)
+        .then(|| std::fs::read(&options.output).ok())
+        .flatten();
     unit_notes(&mut imported, options);
     print_notes(&imported, err)?;
     if let Err(why) = write_output(options, &imported, &header) {
@@ -256,6 +260,18 @@ fn run_to(options: &Options, err: &mut dyn Write) -> std::io::Result<ExitCode> {
     }
     let output = &options.output;
     if !loads_once_keys_are_imported(output, err)? {
+        // Exit 1 means nothing usable was written (black-box finding
+        // BT-11: a file with a malformed TSIG secret stayed, and a second
+        // run needed --force).
+        let undone = match replaced {
+            Some(old) => std::fs::write(output, old),
+            None => std::fs::remove_file(output),
+        };
+        let said = match undone {
+            Ok(()) => "nothing written",
+            Err(_) => "left as written: remove it",
+        };
+        writeln!(err, "{}: {said}", output.display())?;
         return Ok(ExitCode::FAILURE);
     }
     writeln!(err, "{}", summary(&imported, output))?;
@@ -285,7 +301,9 @@ fn loads_once_keys_are_imported(output: &Path, err: &mut dyn Write) -> std::io::
         writeln!(err, "{}", source::shown(e))?;
     }
     let said = match wrong {
-        true => "written, but Heron cannot read it as it is: fix the lines above",
+        true => {
+            "Heron cannot read what was translated: fix the lines above in the old configuration, or write heron.toml by hand"
+        }
         false => {
             "Heron reads it once those zones' keys are imported (the `to do` lines): it \
              makes no keys of their algorithm, and check-config refuses them until then"
