@@ -953,14 +953,28 @@ impl Interpreter {
     }
 
     fn zone_setting(&mut self, s: &Setting) {
+        let says_yes = |s: &Setting| s.values.first().is_some_and(|v| v == "yes");
         let (not_needed, advice) = match s.key.as_str() {
             "store-ixfr" | "create-ixfr" | "ixfr-size" | "ixfr-number" => (
                 true,
                 "Heron keeps IXFR history for every zone others may transfer (FILE.jnl)",
             ),
             "zonestats" => (true, "see [metrics] zone-metrics"),
-            "multi-master-check" => (true, "Heron asks its primaries in order"),
-            "allow-axfr-fallback" => (true, "Heron falls back to AXFR when IXFR fails"),
+            // Not needed only at NSD's default (black-box finding BT-11:
+            // the other value was listed as not needed, the opposite).
+            "multi-master-check" if !says_yes(s) => (true, "Heron asks its primaries in order"),
+            "multi-master-check" => (
+                false,
+                "NSD asks every primary and takes the highest serial; Heron asks its primaries \
+                 in order and takes the first that answers",
+            ),
+            "allow-axfr-fallback" if says_yes(s) => {
+                (true, "Heron falls back to AXFR when IXFR fails")
+            }
+            "allow-axfr-fallback" => (
+                false,
+                "Heron falls back to AXFR when IXFR fails; NSD with no does not",
+            ),
             "min-refresh-time" | "max-refresh-time" | "min-retry-time" | "max-retry-time"
             | "min-expire-time" | "max-expire-time" => (
                 false,
@@ -1352,6 +1366,30 @@ mod tests {
             .map(|n| n.setting.as_str())
             .collect();
         assert_eq!(said, ["zone: a.test: no allow-notify"]);
+    }
+
+    /// `allow-axfr-fallback` and `multi-master-check` are not needed at
+    /// NSD's defaults only; the other values are behaviour Heron does not
+    /// have, listed as not translated (black-box finding BT-11).
+    #[test]
+    fn transfer_settings_are_not_needed_only_at_their_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "zone:\n name: a.test\n request-xfr: 192.0.2.1 NOKEY\n\
+                    \x20allow-notify: 192.0.2.1 NOKEY\n allow-axfr-fallback: yes\n\
+                    \x20multi-master-check: no\n\
+                    zone:\n name: b.test\n request-xfr: 192.0.2.1 NOKEY\n\
+                    \x20allow-notify: 192.0.2.1 NOKEY\n allow-axfr-fallback: no\n\
+                    \x20multi-master-check: yes\n";
+        let got = parse(&write_files(dir.path(), &[("nsd.conf", text)])).unwrap();
+        let kind = |setting: &str| {
+            let note = got.notes.iter().find(|n| n.setting.ends_with(setting));
+            note.map(|n| n.kind)
+                .unwrap_or_else(|| panic!("{setting}: {:?}", got.notes))
+        };
+        assert_eq!(kind("allow-axfr-fallback yes"), NoteKind::NotNeeded);
+        assert_eq!(kind("multi-master-check no"), NoteKind::NotNeeded);
+        assert_eq!(kind("allow-axfr-fallback no"), NoteKind::Untranslated);
+        assert_eq!(kind("multi-master-check yes"), NoteKind::Untranslated);
     }
 
     #[test]
