@@ -1039,12 +1039,13 @@ impl Interpreter {
         };
         let name = match policy {
             None => {
-                let default = signing::knot_default();
+                let (default, notes) = signing::knot_default(&f.loc);
                 if !self.out.policies.iter().any(|p| p.name == default.name) {
                     self.out.policies.push(default);
-                    let (setting, advice) = signing::knot_cds_note("rollover (Knot's default)");
-                    let setting = format!("knot-default: {setting}");
-                    self.out.untranslated(&f.loc, setting, advice);
+                    for (setting, advice) in notes {
+                        let setting = format!("knot-default: {setting}");
+                        self.out.untranslated(&f.loc, setting, advice);
+                    }
                 }
                 "knot-default".to_string()
             }

@@ -10,6 +10,7 @@ use heron_dnssec::policy::parse_duration;
 
 use super::knot_syntax::Item;
 use super::model::SigningPolicy;
+use super::source::Loc;
 
 /// Heron's defaults, which a translated validity and refresh are checked
 /// against (the jitter must stay below their difference).
@@ -263,19 +264,16 @@ pub fn seconds(text: &str) -> Option<u32> {
     u32::try_from(total).ok()
 }
 
-/// Knot's default policy (`dnssec-signing: on` without `dnssec-policy`):
-/// ECDSA P-256, a KSK and a ZSK rolled every 30 days, NSEC, signatures
-/// valid 14 days and refreshed 7 days before they expire, 1h of
-/// propagation delay.
-pub fn knot_default() -> SigningPolicy {
-    let mut p = PolicyBuilder::new("knot-default");
-    p.algorithm("ecdsap256sha256");
-    p.csk(false);
-    p.duration("zsk-lifetime", "zsk-lifetime", "30d");
-    p.duration("signature-validity", "rrsig-lifetime", "14d");
-    p.duration("signature-refresh", "rrsig-refresh", "7d");
-    p.duration("propagation-delay", "propagation-delay", "1h");
-    p.finish().0
+/// Knot's default policy (`dnssec-signing: on` without `dnssec-policy`),
+/// a policy item that sets nothing (ECDSA P-256, a KSK and a ZSK rolled
+/// every 30 days, NSEC, signatures valid 14 days, 1h of propagation
+/// delay), and what it could not carry over.
+pub fn knot_default(loc: &Loc) -> (SigningPolicy, Vec<(String, String)>) {
+    let nothing = Item {
+        loc: loc.clone(),
+        fields: Vec::new(),
+    };
+    knot_policy("knot-default", &nothing)
 }
 
 /// The note for Knot's `cds-cdnskey-publish` (`value` as Knot has it)
@@ -290,9 +288,32 @@ pub fn knot_cds_note(value: &str) -> (String, String) {
     )
 }
 
+/// Knot 3.2's refresh when the policy sets none: the propagation delay
+/// (1h unless set) plus the zone's largest TTL, which the policy's
+/// `zone-max-ttl` gives; without it Knot measures the zone, which the
+/// import does not read, so 7 days is written and the difference listed
+/// (black-box finding BT-12: 7 days was written as Knot's default).
+fn knot_default_refresh(
+    p: &mut PolicyBuilder,
+    delay: Option<&str>,
+    max_ttl: Option<&str>,
+) -> String {
+    let delay = seconds(delay.unwrap_or("1h"));
+    if let (Some(delay), Some(max_ttl)) = (delay, max_ttl.and_then(seconds)) {
+        return (delay + max_ttl).to_string();
+    }
+    p.untranslated(
+        "rrsig-refresh (Knot's default: propagation-delay + the zone's largest TTL)",
+        "written as 7 days before expiry: set signature-refresh to the propagation delay plus \
+         the zone's largest TTL to re-sign when Knot did",
+    );
+    "7d".into()
+}
+
 /// A Knot `policy:` item, Knot's defaults where it says nothing (ECDSA
 /// P-256, a KSK and a ZSK, ZSKs rolled every 30 days, signatures valid 14
-/// days and refreshed 7 days before they expire, NSEC).
+/// days and refreshed the propagation delay plus the zone's largest TTL
+/// before they expire, NSEC).
 pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String)>) {
     let mut p = PolicyBuilder::new(id);
     let value = |key: &str| item.value(key);
@@ -302,11 +323,11 @@ pub fn knot_policy(id: &str, item: &Item) -> (SigningPolicy, Vec<(String, String
     knot_lifetimes(&mut p, csk, item);
     let validity = value("rrsig-lifetime").unwrap_or("14d");
     p.duration("signature-validity", "rrsig-lifetime", validity);
-    p.duration(
-        "signature-refresh",
-        "rrsig-refresh",
-        value("rrsig-refresh").unwrap_or("7d"),
-    );
+    let refresh = match value("rrsig-refresh") {
+        Some(text) => text.to_string(),
+        None => knot_default_refresh(&mut p, value("propagation-delay"), value("zone-max-ttl")),
+    };
+    p.duration("signature-refresh", "rrsig-refresh", &refresh);
     for (knot, heron, knot_default) in KNOT_DURATIONS {
         if let Some(text) = value(knot).or(*knot_default) {
             p.duration(heron, knot, text);
@@ -673,10 +694,39 @@ mod tests {
         assert_eq!(setting(plain, "propagation-delay"), Some("3600"));
         assert_eq!(setting(plain, "dnskey-ttl"), None);
         assert_eq!(setting(plain, "cds-ttl"), Some("0"), "Knot's CDS TTL");
+        // Knot 3.2 refreshes the propagation delay plus the zone's largest
+        // TTL before expiry; without zone-max-ttl the import cannot tell.
+        assert_eq!(setting(plain, "signature-refresh"), Some("604800"));
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n.setting.starts_with("policy plain: rrsig-refresh"))
+        );
         assert!(
             got.notes
                 .iter()
                 .any(|n| n.setting.starts_with("policy plain: dnskey-ttl"))
+        );
+    }
+
+    /// Knot 3.2's refresh without `rrsig-refresh` is `propagation-delay`
+    /// plus `zone-max-ttl` (black-box finding BT-12: 7 days was written
+    /// as Knot's default); an `rrsig-refresh` set is taken as it is.
+    #[test]
+    fn a_knot_policy_without_rrsig_refresh_gets_knots_refresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "policy:\n  - id: bounded\n    propagation-delay: 2h\n    zone-max-ttl: 1d\n\
+                    \x20 - id: set\n    zone-max-ttl: 1d\n    rrsig-refresh: 3d\n";
+        let path = super::super::testutil::write_files(dir.path(), &[("knot.conf", text)]);
+        let got = super::super::knot::parse(&path).unwrap();
+        let policy = |name: &str| got.policies.iter().find(|p| p.name == name).unwrap();
+        let refresh = |name: &str| setting(policy(name), "signature-refresh");
+        assert_eq!(refresh("bounded"), Some("93600"));
+        assert_eq!(refresh("set"), Some("259200"));
+        assert!(
+            !got.notes
+                .iter()
+                .any(|n| n.setting.contains("rrsig-refresh"))
         );
     }
 
