@@ -450,9 +450,18 @@ fn tolerate(old: &mut Response, heron: &mut Response, found: &mut Vec<Finding>) 
     authority_ns(old, heron, &mut set_aside);
     wildcard_nsec_proof(old, heron, &mut set_aside);
     delegation_nsec(old, heron, &mut set_aside);
-    signed::bind_signing_state(old, heron, &mut set_aside);
-    signed::nsec3_parameters(old, heron, &mut set_aside);
-    signed::nsec3param_ttl(old, heron, &mut set_aside);
+    if signed::bind_signing_state(old, heron) {
+        let what = "BIND's private signing-state records (TYPE65534) and their type bit";
+        set_aside(Tolerance::BindSigningState, what.into());
+    }
+    if signed::nsec3_parameters(old, heron) {
+        let what = "NSEC3 records of chains made with other parameters (salt, iterations)";
+        set_aside(Tolerance::Nsec3Parameters, what.into());
+    }
+    if signed::nsec3param_ttl(old, heron) {
+        let what = "the TTL of the NSEC3PARAM RRset";
+        set_aside(Tolerance::Nsec3paramTtl, what.into());
+    }
 }
 
 /// Addresses of the MX, SRV and NS targets in the answer section, and
@@ -512,7 +521,7 @@ fn naptr_replacements(r: &Response) -> Vec<Name> {
 }
 
 /// The name and type asked, from the question echoed.
-pub(super) fn question_of(r: &Response) -> Option<(Name, RType)> {
+fn question_of(r: &Response) -> Option<(Name, RType)> {
     let (name, end) = Name::read_uncompressed(&r.question, 0).ok()?;
     let t = r.question.get(end..end + 2)?;
     Some((name.to_lowercase(), RType(u16::from_be_bytes([t[0], t[1]]))))

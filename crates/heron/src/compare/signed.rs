@@ -1,6 +1,6 @@
-//! Differences of signed zones that RFCs leave to the signer, set aside as
-//! tolerated (see `classify.rs` for the list): a zone moved with its keys
-//! is signed again by Heron, so its denial chain may be made with other
+//! Differences of signed zones that RFCs leave to the signer, which
+//! `classify.rs` sets aside as tolerated: a zone moved with its keys is
+//! signed again by Heron, so its denial chain may be made with other
 //! NSEC3 parameters, its NSEC3PARAM served with another TTL, and BIND's
 //! private signing-state records are not carried over (black-box finding
 //! BT-8: such a zone could never compare clean).
@@ -8,14 +8,13 @@
 use heron_proto::RType;
 use heron_proto::message::Record;
 
-use super::classify::Tolerance;
 use super::normalize::Response;
 
 /// BIND's private type for its signing state (`sig-signing-type`, 65534
 /// unless set otherwise), held at the apex of a zone BIND signs.
 const BIND_SIGNING_STATE: u16 = 65534;
 
-/// The hash algorithm, iterations and salt of an NSEC3 or NSEC3PARAM
+/// The hash algorithm, and iterations and salt, of an NSEC3 or NSEC3PARAM
 /// RDATA (both start so: algorithm, flags, iterations, salt).
 fn nsec3_parameters_of(rdata: &[u8]) -> Option<(u8, &[u8])> {
     let salt_len = *rdata.get(4)? as usize;
@@ -44,15 +43,12 @@ fn covers(r: &Record, rtype: RType) -> bool {
 /// NSEC3 records prove the same with other owner hashes (RFC 5155; RFC
 /// 9276 asks for no salt and no extra iterations, which Heron's policy
 /// translated from Knot's may have changed), and the NSEC3PARAM says so.
-/// Both sides' NSEC3 and NSEC3PARAM records and their RRSIGs are left out.
-pub(super) fn nsec3_parameters(
-    old: &mut Response,
-    heron: &mut Response,
-    set_aside: &mut impl FnMut(Tolerance, String),
-) {
+/// Both sides' NSEC3 and NSEC3PARAM records and their RRSIGs are left out;
+/// true if they were.
+pub(super) fn nsec3_parameters(old: &mut Response, heron: &mut Response) -> bool {
     let (theirs, ours) = (parameters_used(old), parameters_used(heron));
     if theirs.is_empty() || ours.is_empty() || theirs == ours {
-        return;
+        return false;
     }
     let chain = |r: &Record| {
         matches!(r.rtype, RType::NSEC3 | RType::NSEC3PARAM)
@@ -60,25 +56,19 @@ pub(super) fn nsec3_parameters(
             || covers(r, RType::NSEC3PARAM)
     };
     for r in [&mut *old, &mut *heron] {
-        r.sections
-            .iter_mut()
-            .for_each(|s| s.retain(|rec| !chain(rec)));
+        for section in r.sections.iter_mut() {
+            section.retain(|rec| !chain(rec));
+        }
     }
-    set_aside(
-        Tolerance::Nsec3Parameters,
-        "NSEC3 records of chains made with other parameters (salt, iterations)".into(),
-    );
+    true
 }
 
 /// The NSEC3PARAM RRset answered alike but for its TTL (BIND and Heron
 /// serve it with TTL 0, Knot with the zone's): it only tells secondaries
 /// how the chain is made, and no resolver caches it. The RRSIG's original
-/// TTL follows the RRset's.
-pub(super) fn nsec3param_ttl(
-    old: &mut Response,
-    heron: &mut Response,
-    set_aside: &mut impl FnMut(Tolerance, String),
-) {
+/// TTL follows the RRset's. Heron's is made the old server's; true if
+/// they differed.
+pub(super) fn nsec3param_ttl(old: &Response, heron: &mut Response) -> bool {
     let of = |r: &Response| -> Vec<(Vec<u8>, u32)> {
         (r.sections[0].iter())
             .filter(|rec| rec.rtype == RType::NSEC3PARAM)
@@ -88,7 +78,7 @@ pub(super) fn nsec3param_ttl(
     let (theirs, ours) = (of(old), of(heron));
     let rdatas = |set: &[(Vec<u8>, u32)]| set.iter().map(|(d, _)| d.clone()).collect::<Vec<_>>();
     if theirs.is_empty() || theirs == ours || rdatas(&theirs) != rdatas(&ours) {
-        return;
+        return false;
     }
     let ttl = theirs[0].1;
     for rec in heron.sections[0].iter_mut() {
@@ -99,38 +89,28 @@ pub(super) fn nsec3param_ttl(
             rec.rdata[4..8].copy_from_slice(&ttl.to_be_bytes());
         }
     }
-    set_aside(
-        Tolerance::Nsec3paramTtl,
-        "the TTL of the NSEC3PARAM RRset".into(),
-    );
+    true
 }
 
 /// BIND's private signing-state records (type 65534) at the apex of a
 /// zone BIND signs, and that type in the apex's NSEC or NSEC3 type
 /// bitmap, where one side has them and the other not: they record BIND's
-/// own signing progress, which no other signer keeps.
-pub(super) fn bind_signing_state(
-    old: &mut Response,
-    heron: &mut Response,
-    set_aside: &mut impl FnMut(Tolerance, String),
-) {
+/// own signing progress, which no other signer keeps. Left out of both;
+/// true if they were.
+pub(super) fn bind_signing_state(old: &mut Response, heron: &mut Response) -> bool {
     // Asked for the type itself: the old server answers it, Heron has
     // no such data.
-    let asked = super::classify::question_of(old).is_some_and(|(_, t)| t.0 == BIND_SIGNING_STATE);
     let only_state = |r: &Response| {
         !r.sections[0].is_empty()
             && (r.sections[0].iter()).all(|rec| {
                 rec.rtype.0 == BIND_SIGNING_STATE || covers(rec, RType(BIND_SIGNING_STATE))
             })
     };
+    let asked = asked_type(old) == Some(BIND_SIGNING_STATE);
     if asked && old.rcode == heron.rcode && only_state(old) && heron.sections[0].is_empty() {
         old.sections = Default::default();
         heron.sections = Default::default();
-        set_aside(
-            Tolerance::BindSigningState,
-            "BIND's private signing-state records (TYPE65534) asked for".into(),
-        );
-        return;
+        return true;
     }
     let mut cleaned = [old.clone(), heron.clone()];
     let mut changed = [false, false];
@@ -149,14 +129,17 @@ pub(super) fn bind_signing_state(
     // Only where the sides differ in them: a zone whose file holds such
     // records serves them on both.
     if changed[0] == changed[1] {
-        return;
+        return false;
     }
     let [cleaned_old, cleaned_heron] = cleaned;
     (*old, *heron) = (cleaned_old, cleaned_heron);
-    set_aside(
-        Tolerance::BindSigningState,
-        "BIND's private signing-state records (TYPE65534) and their type bit".into(),
-    );
+    true
+}
+
+/// The type asked, from the question echoed (its name, type and class).
+fn asked_type(r: &Response) -> Option<u16> {
+    let at = r.question.len().checked_sub(4)?;
+    Some(u16::from_be_bytes([r.question[at], r.question[at + 1]]))
 }
 
 /// Clears `rtype` from the type bitmap of an NSEC or NSEC3 record; true if
