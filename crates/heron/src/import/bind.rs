@@ -1439,8 +1439,12 @@ impl<'a> Interpreter<'a> {
             }
             return;
         }
+        if matches!(name, "allow-update" | "update-policy") {
+            self.out.untranslated(c.loc(), setting, update_advice(c));
+            return;
+        }
         let advice = match name {
-            "allow-update" | "update-policy" | "allow-update-forwarding" => UPDATE_ADVICE,
+            "allow-update-forwarding" => UPDATE_ADVICE,
             "notify-source" | "notify-source-v6" => {
                 "set [xfr] notify-source, or `via ADDRESS` after a notify target"
             }
@@ -1455,6 +1459,99 @@ impl<'a> Interpreter<'a> {
         };
         self.out.untranslated(c.loc(), setting, advice);
     }
+}
+
+/// What to say of a zone's `allow-update` or `update-policy`: the advice,
+/// and the Heron rules that say the same where there are some (black-box
+/// finding BT-4: the operator wrote them from nothing). Not written: the
+/// zone keeps `journal = false` while BIND's journal is beside its file,
+/// and allow-update needs it out.
+fn update_advice(c: &Statement) -> String {
+    let (rules, left) = match c.name() {
+        "update-policy" => update_policy_rules(c),
+        _ => allow_update_rules(c),
+    };
+    let mut advice = UPDATE_ADVICE.to_string();
+    if !rules.is_empty() {
+        let quoted: Vec<String> = rules.iter().map(|r| super::writer::quote(r)).collect();
+        advice.push_str(&format!(
+            ". Heron's rules for it: allow-update = [{}]",
+            quoted.join(", ")
+        ));
+    }
+    if !left.is_empty() {
+        advice.push_str(&format!("; no Heron rule says: {}", left.join("; ")));
+    }
+    advice
+}
+
+/// The Heron rules of an `update-policy`'s grants, and what they cannot
+/// say (`local`, a deny, an identity with a wildcard, another rule type).
+fn update_policy_rules(c: &Statement) -> (Vec<String>, Vec<String>) {
+    let Some(block) = &c.block else {
+        return (Vec::new(), vec![c.words[1..].join(" ")]);
+    };
+    let mut rules = Vec::new();
+    let mut left = Vec::new();
+    for grant in block {
+        match grant_rule(&grant.words) {
+            Some(rule) => rules.push(rule),
+            None => left.push(grant.words.join(" ")),
+        }
+    }
+    (rules, left)
+}
+
+/// `grant IDENTITY RULETYPE [NAME] TYPES` as a Heron rule: the rule types
+/// Heron has, a key as the identity, and a list of types (BIND's empty
+/// list leaves out NS, SOA, RRSIG, NSEC and NSEC3, which no Heron list
+/// says).
+fn grant_rule(words: &[String]) -> Option<String> {
+    let [grant, identity, kind, rest @ ..] = words else {
+        return None;
+    };
+    if grant != "grant" || identity.contains('*') {
+        return None;
+    }
+    let (what, types) = match kind.as_str() {
+        "zonesub" => (kind.clone(), rest),
+        "self" | "selfsub" => (kind.clone(), rest.get(1..)?),
+        "name" | "subdomain" | "wildcard" => {
+            let target = rest.first()?.trim_end_matches('.');
+            (format!("{kind} {target}"), &rest[1..])
+        }
+        _ => return None,
+    };
+    if types.is_empty() || types.iter().any(|t| t.contains('(')) {
+        return None;
+    }
+    let identity = identity.trim_end_matches('.');
+    Some(format!("key {identity} {what} {}", types.join(" ")))
+}
+
+/// The Heron rules of an `allow-update` list (every type of every name for
+/// each key and address it names), and what they cannot say (a negation,
+/// a named ACL).
+fn allow_update_rules(c: &Statement) -> (Vec<String>, Vec<String>) {
+    let mut rules = Vec::new();
+    let mut left = Vec::new();
+    for element in c.block.iter().flatten() {
+        let words = &element.words;
+        match words.as_slice() {
+            [key, name] if key == "key" => {
+                rules.push(format!("key {} zonesub ANY", name.trim_end_matches('.')));
+            }
+            [any] if any == "any" => {
+                rules.extend(["0.0.0.0/0 zonesub ANY".into(), "::/0 zonesub ANY".into()]);
+            }
+            [none] if none == "none" => {}
+            [address] if address.parse::<Prefix>().is_ok() => {
+                rules.push(format!("{address} zonesub ANY"));
+            }
+            _ => left.push(words.join(" ")),
+        }
+    }
+    (rules, left)
 }
 
 /// A primary's address as an ACL entry, with no key.
@@ -1525,6 +1622,51 @@ mod tests {
         assert_eq!(acl, ["0.0.0.0/0 key k", "::/0 key k"]);
         let said: Vec<&str> = got.notes.iter().map(|n| n.setting.as_str()).collect();
         assert!(said.contains(&"127.0.0.9 key nokey"), "{said:?}");
+    }
+
+    /// A zone's `update-policy` and `allow-update` are listed with the
+    /// Heron rules that say the same, and what none says (black-box
+    /// finding BT-4); nothing is written (BIND's journal keeps
+    /// `journal = false`, which allow-update does not go with).
+    #[test]
+    fn update_rules_are_listed_with_herons_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = "key \"tkey\" { algorithm hmac-sha256; secret \"c2VjcmV0c2VjcmV0\"; };\n\
+            zone \"u.test\" { type primary; file \"u.zone\"; update-policy {\n\
+            grant tkey zonesub ANY; grant tkey name host.u.test. A AAAA;\n\
+            grant tkey wildcard *.dyn.u.test. TXT; grant tkey. selfsub tkey. A;\n\
+            grant * self * A; grant tkey krb5-self . A; grant tkey subdomain s.u.test.; }; };\n\
+            zone \"v.test\" { type primary; file \"v.zone\";\n\
+            allow-update { key tkey; 192.0.2.1; !192.0.2.2; none; }; };\n";
+        let path = write_files(dir.path(), &[("named.conf", conf)]);
+        let got = parse(&path).unwrap();
+        let advice = |zone: &str| {
+            let note = got
+                .notes
+                .iter()
+                .find(|n| n.setting.starts_with(&format!("zone {zone}: ")));
+            note.map(|n| n.advice.clone())
+                .unwrap_or_else(|| panic!("{:?}", got.notes))
+        };
+        let u = advice("u.test");
+        assert!(
+            u.contains(
+                "allow-update = [\"key tkey zonesub ANY\", \"key tkey name host.u.test A AAAA\", \
+                 \"key tkey wildcard *.dyn.u.test TXT\", \"key tkey selfsub A\"]"
+            ),
+            "{u}"
+        );
+        assert!(
+            u.contains("no Heron rule says: grant * self * A; grant tkey krb5-self . A; grant tkey subdomain s.u.test."),
+            "{u}"
+        );
+        let v = advice("v.test");
+        assert!(
+            v.contains("allow-update = [\"key tkey zonesub ANY\", \"192.0.2.1 zonesub ANY\"]"),
+            "{v}"
+        );
+        assert!(v.contains("no Heron rule says: !192.0.2.2"), "{v}");
+        assert!(got.zones.iter().all(|z| z.allow_update.is_empty()));
     }
 
     /// BT-2: a relative `$INCLUDE` that BIND finds from its `directory`

@@ -356,6 +356,8 @@ pub struct Zone {
     pub allow_transfer: Vec<Rule>,
     pub allow_notify: Vec<Rule>,
     pub allow_query: Option<Vec<Rule>>,
+    /// `allow-update` rules, as heron.toml writes them.
+    pub allow_update: Vec<String>,
     pub notify: Vec<Peer>,
     /// Keep the journal in memory: the file's `.jnl` belongs to the old
     /// server.

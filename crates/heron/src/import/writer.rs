@@ -146,11 +146,12 @@ fn grouped(zones: &[Zone]) -> (Vec<&Zone>, Vec<(String, Vec<&Zone>)>) {
             continue;
         };
         let shared = format!(
-            "{pattern}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
+            "{pattern}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}|{:?}|{:?}",
             zone.primaries,
             zone.allow_transfer,
             zone.allow_notify,
             zone.allow_query,
+            zone.allow_update,
             zone.notify,
             zone.journal_off,
             zone.catalog_member,
@@ -212,6 +213,9 @@ fn zone_settings(out: &mut String, zone: &Zone) {
     rules_list(out, "allow-notify", &zone.allow_notify);
     if let Some(rules) = &zone.allow_query {
         list(out, "allow-query", rules.iter().map(Rule::heron));
+    }
+    if !zone.allow_update.is_empty() {
+        list(out, "allow-update", zone.allow_update.iter().cloned());
     }
     peers(out, "notify", &zone.notify);
     if zone.journal_off {
