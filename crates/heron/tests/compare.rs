@@ -421,3 +421,40 @@ fn rare_types_load_as_bind_and_knot_load_them() {
         println!("{:?}: {text}", server.kind());
     }
 }
+
+/// A zone Heron signs (a `dnssec-policy` in `--config`), compared without
+/// `--server`, is answered unsigned in the compare process: a note says
+/// so and how to compare signed answers (black-box finding BT-6: the old
+/// signer's RRSIGs showed as missing with no word why). Without a policy
+/// no such note.
+#[test]
+fn a_zone_heron_signs_compared_in_process_is_said_to_be_unsigned() {
+    let nsd = ServerProcess::nsd(&[(ORIGIN, zone_file())]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("heron.toml");
+    let write = |policy: &str| {
+        let text = format!(
+            "[server]\nlisten = [\"127.0.0.1:53\"]\n[[zone]]\norigin = \"{ORIGIN}\"\n\
+             file = \"{}\"\n{policy}",
+            zone_file().display()
+        );
+        std::fs::write(&config, text).unwrap();
+    };
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_heron"))
+            .args(["compare", "--against", &nsd.addr().to_string(), "--config"])
+            .arg(&config)
+            .output()
+            .expect("run heron compare");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    write("dnssec-policy = \"default\"\n");
+    let said = run();
+    assert!(
+        said.contains(&format!("note: {ORIGIN}.: Heron signs these")),
+        "{said}"
+    );
+    assert!(said.contains("give --server"), "{said}");
+    write("");
+    assert!(!run().contains("Heron signs these"));
+}

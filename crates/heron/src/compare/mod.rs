@@ -345,6 +345,9 @@ fn load(args: &CompareArgs, err: &mut dyn Write) -> io::Result<Loaded> {
                 "note: [rrl] is on: at compare's pace, answers to one address are slipped (TC) or dropped once past the rate, and show as tc-flag and flags differences; exempt the address compare asks from ([rrl] exempt), on the old server too"
             )?;
         }
+        if args.server.is_none() {
+            unsigned_note(&settings.zones, err)?;
+        }
         specs = settings.zones;
         answer = settings.server.answer;
     }
@@ -374,6 +377,36 @@ fn load(args: &CompareArgs, err: &mut dyn Write) -> io::Result<Loaded> {
     } else {
         Ok(Err(errors))
     }
+}
+
+/// Says which zones Heron signs (a `dnssec-policy`) are compared unsigned:
+/// answered in this process, which signs nothing, from their files
+/// (black-box finding BT-6: the old signer's RRSIGs showed as missing with
+/// no word why).
+fn unsigned_note(zones: &[ZoneSpec], err: &mut dyn Write) -> io::Result<()> {
+    let signed: Vec<String> = (zones.iter())
+        .filter(|z| z.signing.is_some())
+        .map(|z| z.origin.to_string())
+        .collect();
+    if signed.is_empty() {
+        return Ok(());
+    }
+    let named = signed
+        .iter()
+        .take(3)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = match signed.len() {
+        n if n > 3 => format!(" and {} more", n - 3),
+        _ => String::new(),
+    };
+    writeln!(
+        err,
+        "note: {named}{more}: Heron signs these (dnssec-policy), but without --server they are answered \
+         unsigned, from their files, in this process; import the old signer's keys (heron keymgr \
+         ZONE import), start Heron, and give --server to compare signed answers"
+    )
 }
 
 /// The zone of `spec`, its TSIG pseudo-records left out: the output of
