@@ -47,6 +47,8 @@ struct Interpreter {
     /// `keystore:` items by id, and the keystore each policy names.
     keystores: HashMap<String, Item>,
     policy_keystores: HashMap<String, String>,
+    /// A relative `storage` said (once).
+    relative_storage_said: bool,
 }
 
 /// Sections Heron needs nothing for.
@@ -81,6 +83,7 @@ impl Interpreter {
             rrl_users: HashMap::new(),
             zones_without_rrl: 0,
             template_notes: std::collections::HashSet::new(),
+            relative_storage_said: false,
             kasp_dir: PathBuf::new(),
             keystores: HashMap::new(),
             policy_keystores: HashMap::new(),
@@ -1052,7 +1055,27 @@ impl Interpreter {
             }
         };
         let storage = item.value("storage").unwrap_or("/var/lib/knot");
-        resolve(Path::new(storage), &file)
+        let path = resolve(Path::new(storage), &file);
+        if path.is_relative() {
+            self.relative_storage(item);
+        }
+        path
+    }
+
+    /// A relative `storage` (black-box finding BT-5): knotd reads it from
+    /// its working folder, heron.toml from its own; said once.
+    fn relative_storage(&mut self, item: &Item) {
+        let Some(field) = item.get("storage") else {
+            return;
+        };
+        if std::mem::replace(&mut self.relative_storage_said, true) {
+            return;
+        }
+        let setting = format!("storage: {}", field.values.join(" "));
+        let advice = "knotd reads a relative storage from its working folder (where it was \
+            started); heron.toml reads relative paths from its own folder: the zones' `file` \
+            paths were written relative, make them full paths";
+        self.out.untranslated(&field.loc, setting, advice);
     }
 
     fn modules(&mut self, item: &Item) {
@@ -1476,6 +1499,36 @@ mod tests {
         std::fs::write(&path, unknown).unwrap();
         let err = parse(&path).unwrap_err().to_string();
         assert!(err.contains("key other is not defined"), "{err}");
+    }
+
+    /// A relative `storage` is said once (knotd reads it from its working
+    /// folder, heron.toml from its own), with the zones written relative;
+    /// an absolute one is not said (black-box finding BT-5).
+    #[test]
+    fn a_relative_storage_is_said_once() {
+        let text = "template:\n  - id: default\n    storage: zones\n    file: \"%s.zone\"\n\
+                    \x20 - id: abs\n    storage: /srv/zones\n\
+                    zone:\n  - domain: a.test\n  - domain: b.test\n  - domain: c.test\n    template: abs\n";
+        let dir = tempfile::tempdir().unwrap();
+        let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
+        let files: Vec<String> = got
+            .zones
+            .iter()
+            .map(|z| z.file.as_ref().unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            files,
+            [
+                "zones/a.test.zone",
+                "zones/b.test.zone",
+                "/srv/zones/c.test.zone"
+            ]
+        );
+        let said: Vec<&str> = (got.notes.iter())
+            .filter(|n| n.setting.starts_with("storage"))
+            .map(|n| n.setting.as_str())
+            .collect();
+        assert_eq!(said, ["storage: zones"]);
     }
 
     /// Knot's update ACLs become `allow-update` rules: who (key, address),
