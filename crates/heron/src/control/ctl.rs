@@ -576,15 +576,21 @@ fn error_lines(data: &Value) -> String {
             _ => format!("{}: last error: {why}\n", text_of(&z["zone"])),
         })
         .chain(zones.iter().flat_map(|z| {
+            // A secondary takes no updates: what its journal holds is the
+            // versions transferred (black-box finding BS-12).
+            let journal = match z["role"].as_str() {
+                Some("secondary") => {
+                    "journal not written: the versions transferred and their IXFR history are \
+                     held in memory only (tried again every second)"
+                }
+                _ => "journal not written, updates answered SERVFAIL (tried again every second)",
+            };
             let said = [
                 (
                     "kept_copy_error",
                     "kept copy not written (tried again every second)",
                 ),
-                (
-                    "journal_error",
-                    "journal not written, updates answered SERVFAIL (tried again every second)",
-                ),
+                ("journal_error", journal),
                 (
                     "write_back_error",
                     "zone file not written back (tried again every minute)",
@@ -897,6 +903,30 @@ mod tests {
             "ok.test.: checks work again; the last error was: 192.0.2.1:53: refused\n\
              down.test.: last error: 192.0.2.1:53: refused\n\
              cat.test.: catalog version not taken, members unchanged: serial 6 rejected: bad\n"
+        );
+    }
+
+    /// A journal not written is said as refused updates for a primary,
+    /// and as versions held in memory for a secondary, which takes no
+    /// updates (black-box finding BS-12).
+    #[test]
+    fn a_journal_not_written_is_said_by_role() {
+        let data = serde_json::json!([
+            {"zone": "p.test.", "role": "primary", "journal_error": "p.jnl: No space left"},
+            {"zone": "s.test.", "role": "secondary", "journal_error": "s.jnl: No space left"},
+        ]);
+        let lines = error_lines(&data);
+        assert!(
+            lines.contains("p.test.: journal not written, updates answered SERVFAIL"),
+            "{lines}"
+        );
+        assert!(
+            lines.contains("s.test.: journal not written: the versions transferred"),
+            "{lines}"
+        );
+        assert!(
+            !lines.contains("s.test.: journal not written, updates"),
+            "{lines}"
         );
     }
 
