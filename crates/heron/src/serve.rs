@@ -774,6 +774,7 @@ async fn serve(
     let tasks = [
         serve_control(control, &controller, &shutdown),
         Some(log_left_over(service.clone(), shutdown.clone())),
+        Some(write_catalogs_again(shutdown.clone())),
         serve_metrics(metrics, controller, shutdown),
     ];
     transports.tasks.extend(tasks.into_iter().flatten());
@@ -782,9 +783,7 @@ async fn serve(
     notify::stopping();
     stop_refreshing(refresh_stop).await;
     stop_transports(transports).await;
-    if server.rrl.is_some() {
-        log_rrl_totals(&service);
-    }
+    log_rrl_totals(&service, server.rrl.is_some());
     finish_writing(&process.query_log, keeper, &transfers);
     Ok(())
 }
@@ -1042,6 +1041,24 @@ fn log_left_over(
     })
 }
 
+/// Every minute, writes again the generated catalogs' files whose write
+/// failed ([`crate::plan::catalog_producer::write_failed_again`]).
+fn write_catalogs_again(mut shutdown: watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
+    use crate::plan::catalog_producer::{write_failed_again, writes_failed};
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => if writes_failed() {
+                    crate::background::run("catalog-write", write_failed_again).await;
+                },
+                _ = shutdown.changed() => return,
+            }
+        }
+    })
+}
+
 /// The metrics endpoint's socket, if `[metrics]` is on.
 fn bind_metrics(
     metrics: Option<&config::metrics::MetricsSettings>,
@@ -1102,7 +1119,11 @@ fn log_ready(zones: usize, secondary_zones: usize, workers: usize) {
     );
 }
 
-fn log_rrl_totals(service: &Service) {
+/// Says what response rate limiting did over the run, when it is on.
+fn log_rrl_totals(service: &Service, rrl_on: bool) {
+    if !rrl_on {
+        return;
+    }
     let limited = service.rrl.snapshot();
     tracing::info!(
         "response rate limiting: {} responses dropped, {} slipped, {} would have been (log-only)",

@@ -2,9 +2,11 @@
 //! at start and at each reload, written to their file, then served,
 //! journaled and announced like any primary zone that changed.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
+use heron_proto::Name;
 use heron_xfr::catalog_zone::generate::{Generated, generate};
 use heron_xfr::primary::Primary;
 use heron_zone::{Catalog, load_zone_file};
@@ -77,17 +79,59 @@ pub fn update(catalogs: &[GeneratedCatalog], next: &mut Catalog) -> Vec<heron_pr
             Err(e) => {
                 tracing::error!(
                     zone = %generated.origin,
-                    "cannot keep the catalog in {}: {e}; after a restart its serial comes from the clock",
+                    "cannot keep the catalog in {}: {e}; after a restart its serial comes from the clock (tried again every minute)",
                     generated.file.display()
                 );
-                let why = format!("{}: {e}", generated.file.display());
-                failures.insert(generated.origin.to_lowercase(), why);
+                let failed = Failed {
+                    why: format!("{}: {e}", generated.file.display()),
+                    file: generated.file.clone(),
+                    text,
+                };
+                failures.insert(generated.origin.to_lowercase(), failed);
             }
         }
         next.insert(zone);
         changed.push(generated.origin.clone());
     }
+    let mut failures = WRITE_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
+    drop_not_generated(&mut failures, catalogs);
     changed
+}
+
+/// A catalog no longer generated has no file to write.
+fn drop_not_generated(failures: &mut HashMap<Name, Failed>, catalogs: &[GeneratedCatalog]) {
+    let generated: Vec<Name> = catalogs.iter().map(|c| c.origin.to_lowercase()).collect();
+    failures.retain(|origin, _| generated.contains(origin));
+}
+
+/// Writes again each generated catalog's file whose last write failed
+/// (the version served, kept with the failure), until it is written:
+/// called every minute. A file written is said once (regression hunt
+/// BR-19: it waited for the catalog's next version).
+pub fn write_failed_again() {
+    let mut failures = WRITE_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
+    failures.retain(|origin, failed| match write_atomically(&failed.file, &failed.text) {
+        Ok(()) => {
+            tracing::info!(zone = %origin, "catalog written to {} after a failed try", failed.file.display());
+            false
+        }
+        Err(e) => {
+            failed.why = format!("{}: {e}", failed.file.display());
+            true
+        }
+    });
+}
+
+/// Whether some generated catalog's file waits to be written again.
+pub fn writes_failed() -> bool {
+    !(WRITE_FAILURES.lock().unwrap_or_else(|e| e.into_inner())).is_empty()
+}
+
+/// A generated catalog's file not written: why, and what to write.
+struct Failed {
+    why: String,
+    file: std::path::PathBuf,
+    text: String,
 }
 
 /// Writes `text` to a new file beside `path`, syncs it and renames it
@@ -95,15 +139,14 @@ pub fn update(catalogs: &[GeneratedCatalog], next: &mut Catalog) -> Vec<heron_pr
 /// Why each generated catalog's file could not be written, until its
 /// next version is: `heron ctl zone-status` and the `write_failing`
 /// count say so (regression hunt BR-19: one log line alone).
-static WRITE_FAILURES: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<heron_proto::Name, String>>,
-> = std::sync::LazyLock::new(Default::default);
+static WRITE_FAILURES: std::sync::LazyLock<std::sync::Mutex<HashMap<Name, Failed>>> =
+    std::sync::LazyLock::new(Default::default);
 
 /// Why the file of the generated catalog `origin` was not written, if
 /// its last version's was not.
 pub fn write_error_of(origin: &heron_proto::Name) -> Option<String> {
     let failures = WRITE_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
-    failures.get(&origin.to_lowercase()).cloned()
+    failures.get(&origin.to_lowercase()).map(|f| f.why.clone())
 }
 
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
@@ -185,6 +228,43 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 2, "no temporary left: {names:?}");
+    }
+
+    /// BR-19 rest: a catalog file whose write failed is written again
+    /// (every minute in the server) once it can be, with the version
+    /// served, without waiting for the catalog's next version; a catalog
+    /// no longer generated is not tried again.
+    #[test]
+    fn a_catalog_file_not_written_is_written_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("later");
+        let mut catalog = catalog_in(&folder, &["a.test", "b.test"]);
+        catalog.origin = Name::parse("retried.invalid").unwrap();
+        let mut next = Catalog::new();
+        update(std::slice::from_ref(&catalog), &mut next);
+        assert!(write_error_of(&catalog.origin).is_some());
+        write_failed_again();
+        assert!(write_error_of(&catalog.origin).is_some(), "still no folder");
+        std::fs::create_dir(&folder).unwrap();
+        write_failed_again();
+        assert_eq!(write_error_of(&catalog.origin), None);
+        let text = std::fs::read_to_string(folder.join("catalog.zone")).unwrap();
+        let served = next.get(&catalog.origin).unwrap().serial().to_string();
+        assert!(text.contains(&served) && text.contains("b.test"), "{text}");
+        // No longer generated: forgotten (on a map of its own: other
+        // tests share the server's).
+        let failed = || Failed {
+            why: String::new(),
+            file: folder.join("x"),
+            text: String::new(),
+        };
+        let mut failures = HashMap::from([
+            (catalog.origin.to_lowercase(), failed()),
+            (Name::parse("gone.invalid").unwrap(), failed()),
+        ]);
+        drop_not_generated(&mut failures, std::slice::from_ref(&catalog));
+        let kept: Vec<&Name> = failures.keys().collect();
+        assert_eq!(kept, [&catalog.origin.to_lowercase()]);
     }
 
     #[test]
