@@ -425,7 +425,9 @@ fn reconfigure(
         .map(|z| z.origin.to_lowercase())
         .collect();
     let leaving = (&signed_now, &new.removed[..], &secondaries);
-    let (still_signed, held) = update::write_back_leaving(catalog, xfr, &mut new.policies, leaving);
+    let (still_signed, held, warned) =
+        update::write_back_leaving(catalog, xfr, &mut new.policies, leaving);
+    new.warnings.extend(warned);
     for origin in still_signed {
         if let Some(signing) = xfr.signings.get(&origin) {
             files.keep_signing(&origin, signing);

@@ -364,6 +364,13 @@ impl Unwritten {
         self.lock().contains(&origin.to_lowercase())
     }
 
+    /// `origin`'s updates its file lacks are given up (a secondary now,
+    /// whose primary's version replaces them): nothing to write back.
+    pub(crate) fn forget(&self, origin: &Name) {
+        self.lock().remove(&origin.to_lowercase());
+        self.failed_writes().remove(&origin.to_lowercase());
+    }
+
     /// A reload is done: the zones' settings (their write-back) may have
     /// changed, and zones served again may lack updates in their files.
     pub(crate) fn reload_done(&self) {
@@ -507,17 +514,17 @@ fn move_file(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()
 /// flush` has written it ([`hold_under_never`]), said in the returned
 /// lines, which the reload's answer gives; unless it is a secondary zone
 /// now (`secondaries`, lower-cased), whose primary's version replaces
-/// them, as said in a warning (black-box finding BQ-12: every reload
-/// failed after, and `flush` could not help a secondary).
+/// them, as said in a warning of the reload's answer (the third list;
+/// black-box finding BQ-12: every reload failed after, and `flush` could
+/// not help a secondary).
 pub(crate) fn write_back_leaving(
     catalog: &SharedCatalog,
     xfr: &Transfers,
     policies: &mut HashMap<Name, ZonePolicy>,
     (signed_now, removed, secondaries): (&HashSet<Name>, &[Name], &HashSet<Name>),
-) -> (Vec<Name>, Vec<String>) {
+) -> (Vec<Name>, Vec<String>, Vec<String>) {
     // Zones whose signing stays until their file holds their updates.
-    let mut still_signed = Vec::new();
-    let mut held = Vec::new();
+    let (mut still_signed, mut held, mut warned) = (Vec::new(), Vec::new(), Vec::new());
     let configured = xfr.primary.policies();
     for origin in leaving_candidates(xfr, (signed_now, removed)) {
         let Some(old) = configured.get(&origin) else {
@@ -532,14 +539,10 @@ pub(crate) fn write_back_leaving(
         let Some(zone) = catalog.load().get(&origin).cloned() else {
             continue;
         };
-        let leaving = match new.as_ref().map(|p| p.takes_updates()) {
-            Some(true) => "no longer signed here",
-            Some(false) if !old.takes_updates() => "takes no updates",
-            Some(false) => "no longer takes updates",
-            None => "no longer configured",
-        };
+        let leaving = leaving_as(new.as_ref().map(|p| p.takes_updates()), old);
         let Some((path, _)) = &old.update.write_back else {
-            if dropped_as_a_secondary(&origin, secondaries) {
+            if let Some(said) = dropped_as_a_secondary(&origin, secondaries, old, xfr) {
+                warned.push(said);
                 continue;
             }
             match hold_under_never(&origin, (leaving, unsigned_now), old, new) {
@@ -587,7 +590,7 @@ pub(crate) fn write_back_leaving(
             }
         }
     }
-    (still_signed, held)
+    (still_signed, held, warned)
 }
 
 /// The zones [`write_back_leaving`] looks at: those whose file lacks
@@ -665,16 +668,41 @@ fn hold_under_never(
     }
 }
 
-/// Whether `origin` is one of `secondaries` now, which the updates its
-/// file lacks do not outlive (its primary's version replaces them): said.
-fn dropped_as_a_secondary(origin: &Name, secondaries: &HashSet<Name>) -> bool {
-    let secondary = secondaries.contains(&origin.to_lowercase());
-    if secondary {
-        tracing::warn!(
-            "zone {origin}: a secondary zone now: the updates answered that its file lacks (zonefile-sync = \"never\") are dropped; its primary's version replaces them"
-        );
+/// How a zone leaves taking updates here, said in its lines: `takes`, its
+/// new policy's taking updates (None: no longer configured).
+fn leaving_as(takes: Option<bool>, old: &ZonePolicy) -> &'static str {
+    match takes {
+        Some(true) => "no longer signed here",
+        Some(false) if !old.takes_updates() => "takes no updates",
+        Some(false) => "no longer takes updates",
+        None => "no longer configured",
     }
-    secondary
+}
+
+/// Whether `origin` is one of `secondaries` now, which the updates its
+/// file lacks do not outlive (its primary's version replaces them): what
+/// the reload's answer says, once. It no longer counts as holding
+/// updates, so a later reload says nothing more (black-box finding
+/// BS-11: the warning was in the log only, and at every reload).
+fn dropped_as_a_secondary(
+    origin: &Name,
+    secondaries: &HashSet<Name>,
+    old: &ZonePolicy,
+    xfr: &Transfers,
+) -> Option<String> {
+    if !secondaries.contains(&origin.to_lowercase()) {
+        return None;
+    }
+    let said = format!(
+        "zone {origin}: a secondary zone now: the updates answered that its file lacks (zonefile-sync = \"never\") are dropped; its primary's version replaces them"
+    );
+    tracing::warn!("{said}");
+    xfr.unwritten.forget(origin);
+    xfr.primary.pin_history(origin, None);
+    if let Some(journal) = &old.journal_file {
+        crate::runtime::update_signed::unmark_held(journal);
+    }
+    Some(said)
 }
 
 fn mark_held(journal: &std::path::Path) {
