@@ -1170,13 +1170,18 @@ fn finish_writing(
     // A journal file a failed write left a step short of is written
     // again whole now, if the disk has room again (else it was said).
     transfers.primary.heal_journal_files();
-    if !transfers
+    use heron_xfr::journal::files::Flushed;
+    match transfers
         .primary
         .flush_all_journal_files(Duration::from_secs(10))
     {
-        tracing::error!(
+        Flushed::All => {}
+        Flushed::TakeBacksOnly => tracing::warn!(
+            "journal files not all cut back after updates answered SERVFAIL (see the errors above): every update answered NOERROR is in them, and a restart may also replay refused ones whose steps reached the disk"
+        ),
+        Flushed::Unwritten => tracing::error!(
             "journal files not all written (see the errors above): a restart may serve zones without their last changes"
-        );
+        ),
     }
 }
 

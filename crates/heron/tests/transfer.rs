@@ -488,7 +488,7 @@ fn ixfr_history_survives_a_restart() {
     assert_eq!(records(&out.stdout).len(), 6);
     let log = stop(server);
     assert!(
-        log.contains("1 journal files read") && log.contains("1 kept, 0 started over"),
+        log.contains("1 journal files read") && log.contains("1 taken up, 0 not"),
         "{log}"
     );
     assert_eq!(

@@ -272,9 +272,23 @@ enum Message {
     /// to be tried again goes (it would land in a file a new zone of that
     /// name may use).
     Forget(Name),
-    /// Answered once everything sent before was tried: whether no file
-    /// is left waiting to be tried again.
-    Flush(Sender<bool>),
+    /// Answered once everything sent before was tried: what is left
+    /// waiting to be tried again.
+    Flush(Sender<Flushed>),
+}
+
+/// What a flush left waiting to be tried again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flushed {
+    /// Nothing: every file is written.
+    All,
+    /// Only take-backs ([`JournalWriter::take_back`]): every step of an
+    /// update answered NOERROR is in its file, but a file may still hold
+    /// steps of updates answered SERVFAIL (black-box finding BS-5: a
+    /// shutdown said changes might be missing).
+    TakeBacksOnly,
+    /// Steps served, or an answer not come within the wait.
+    Unwritten,
 }
 
 /// Hands changes to the thread that writes the journal files.
@@ -362,13 +376,13 @@ impl JournalWriter {
         self.flush_telling(wait).is_some()
     }
 
-    /// [`JournalWriter::flush`], and whether every file is written (none
-    /// waits to be tried again): what a shutdown must know.
-    pub(crate) fn flush_all(&self, wait: Duration) -> bool {
-        self.flush_telling(wait) == Some(true)
+    /// [`JournalWriter::flush`], and what waits to be tried again: what a
+    /// shutdown must know.
+    pub(crate) fn flush_all(&self, wait: Duration) -> Flushed {
+        self.flush_telling(wait).unwrap_or(Flushed::Unwritten)
     }
 
-    fn flush_telling(&self, wait: Duration) -> Option<bool> {
+    fn flush_telling(&self, wait: Duration) -> Option<Flushed> {
         let (done, flushed) = channel();
         let _ = self.messages.send(Message::Flush(done));
         flushed.recv_timeout(wait).ok()
@@ -515,8 +529,20 @@ fn run(queue: Receiver<Message>, failures: &Failures) {
                 );
             }
         }
+        let left = match failed.is_empty() {
+            true => Flushed::All,
+            // A take-back waiting: the steps after it were cut from it.
+            false
+                if failed
+                    .values()
+                    .all(|p| p.taking_back && p.appends.is_empty()) =>
+            {
+                Flushed::TakeBacksOnly
+            }
+            false => Flushed::Unwritten,
+        };
         for done in flushes {
-            let _ = done.send(failed.is_empty());
+            let _ = done.send(left);
         }
     }
 }
@@ -1413,6 +1439,30 @@ mod tests {
         (folder, path, origin, JournalWriter::start().unwrap())
     }
 
+    /// A shutdown is told apart: a take-back left waiting (the file may
+    /// still hold steps of updates answered SERVFAIL) from steps served
+    /// left unwritten (black-box finding BS-5).
+    #[test]
+    fn a_take_back_left_waiting_is_told_from_steps_unwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let (folder, path, origin, writer) = folder_not_there_yet(dir.path(), "gone");
+        // The file written again without a refused batch's steps.
+        let kept = FileChange::Replace(vec![step(1, 2)]);
+        writer.take_back(&path, &origin, kept);
+        let left = writer.flush_all(Duration::from_secs(10));
+        assert_eq!(left, Flushed::TakeBacksOnly);
+        let after_one = file::entry_len(&step(1, 2));
+        writer.change(&path, &origin, appended(step(2, 3), after_one));
+        assert_eq!(
+            writer.flush_all(Duration::from_secs(10)),
+            Flushed::Unwritten
+        );
+        // Both tried again (a flush tries what waits): the file whole.
+        std::fs::create_dir(&folder).unwrap();
+        assert_eq!(writer.flush_all(Duration::from_secs(10)), Flushed::All);
+        assert_eq!(steps_in(&path, &origin), [(1, 2), (2, 3)]);
+    }
+
     /// A step whose write failed (a served reload's, say) is written
     /// before the steps sent after it, and on its own once the disk takes
     /// it again: the file never has a hole that a restart refuses.
@@ -1425,13 +1475,14 @@ mod tests {
         writer.change(&path, &origin, appended(one, 0));
         assert!(writer.flush(Duration::from_secs(10)));
         assert_eq!(writer.failures_of(&origin), 1, "no folder yet");
-        assert!(
-            !writer.flush_all(Duration::from_secs(10)),
+        assert_eq!(
+            writer.flush_all(Duration::from_secs(10)),
+            Flushed::Unwritten,
             "a shutdown is told"
         );
         std::fs::create_dir(&folder).unwrap();
         writer.change(&path, &origin, appended(two, after_one));
-        assert!(writer.flush_all(Duration::from_secs(10)));
+        assert_eq!(writer.flush_all(Duration::from_secs(10)), Flushed::All);
         assert_eq!(steps_in(&path, &origin), [(1, 2), (2, 3)]);
         assert_eq!(writer.failures_of(&origin), 1, "written at the retry");
 

@@ -184,7 +184,7 @@ impl Primary {
         let (histories, found) = journal_files::restore(&zones, self.journal_max_bytes);
         if found.files > 0 {
             tracing::info!(
-                "{} journal files read in {} ms: {} kept, {} started over",
+                "{} journal files read in {} ms: {} taken up, {} not (each said above)",
                 found.files,
                 started.elapsed().as_millis(),
                 found.kept,
@@ -286,8 +286,8 @@ impl Primary {
 
     /// [`Primary::flush_journal_files`], at shutdown: false too when a
     /// file whose write failed is still not written.
-    pub fn flush_all_journal_files(&self, wait: Duration) -> bool {
-        self.files.get().is_none_or(|w| w.flush_all(wait))
+    pub fn flush_all_journal_files(&self, wait: Duration) -> journal_files::Flushed {
+        (self.files.get()).map_or(journal_files::Flushed::All, |w| w.flush_all(wait))
     }
 
     pub fn policy(&self, origin: &Name) -> Arc<ZonePolicy> {
