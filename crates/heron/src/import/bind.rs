@@ -1267,8 +1267,9 @@ impl<'a> Interpreter<'a> {
 
     /// The zone's NOTIFY targets: `also-notify` unless `notify no`, or
     /// `notify primary-only` (`master-only`) on a secondary, which BIND
-    /// sends none from. `yes` and `primary-only` also notify the NS
-    /// records' servers, which Heron does not: listed once.
+    /// sends none from. `yes` (on a secondary too: black-box finding
+    /// BT-11) and `primary-only` also notify the NS records' servers,
+    /// which Heron does not: listed once.
     fn zone_notify(&mut self, s: &'a Statement, zone: &mut Zone) {
         let setting = self.inherited(s, "notify");
         let notify = setting.and_then(|n| n.arg(1)).unwrap_or("yes");
@@ -1280,7 +1281,7 @@ impl<'a> Interpreter<'a> {
         if let Some(list) = self.inherited(s, "also-notify") {
             zone.notify = self.peers(list, 53, 0);
         }
-        if (notify == "yes" || primaries_only) && primary {
+        if notify == "yes" || primaries_only {
             let loc = setting.map_or_else(|| self.root.clone(), |n| n.loc().clone());
             let said = setting.map_or("notify yes (BIND's default)".into(), |n| n.summary());
             self.say_once("notify", &loc, &said, "BIND also notifies the name servers in each zone's NS records; Heron notifies only the also-notify addresses. Add them to notify if they are secondaries");
@@ -1622,6 +1623,27 @@ mod tests {
         assert_eq!(acl, ["0.0.0.0/0 key k", "::/0 key k"]);
         let said: Vec<&str> = got.notes.iter().map(|n| n.setting.as_str()).collect();
         assert!(said.contains(&"127.0.0.9 key nokey"), "{said:?}");
+    }
+
+    /// `notify yes` on a secondary zone (under `notify no` in options)
+    /// also notifies the NS records' servers in BIND: said, as for a
+    /// primary (black-box finding BT-11).
+    #[test]
+    fn notify_yes_on_a_secondary_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = "options { notify no; also-notify { 127.0.0.7; }; };\n\
+            zone \"q.test\" { type secondary; file \"q\"; primaries { 192.0.2.1; }; notify yes; };\n";
+        let path = write_files(dir.path(), &[("named.conf", conf)]);
+        let got = parse(&path).unwrap();
+        let said: Vec<String> = (got.notes.iter())
+            .map(|n| format!("{}: {}", n.setting, n.advice))
+            .collect();
+        assert!(
+            said.iter()
+                .any(|n| n.starts_with("notify yes") && n.contains("BIND also notifies")),
+            "{said:?}"
+        );
+        assert_eq!(got.zones[0].notify.len(), 1);
     }
 
     /// A zone's `update-policy` and `allow-update` are listed with the
