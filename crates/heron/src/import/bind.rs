@@ -1089,6 +1089,21 @@ impl<'a> Interpreter<'a> {
         let origin = s
             .arg(1)
             .ok_or_else(|| ImportError::at(s.loc(), "zone without a name"))?;
+        // `zone "X" in-view "V";` shares view V's zone, not a class
+        // (black-box finding BT-3: "Heron serves class IN only").
+        if s.arg(2) == Some("in-view") {
+            let view = s.arg(3).unwrap_or("?");
+            self.out.untranslated(
+                s.loc(),
+                format!("zone {origin} in-view {view}"),
+                format!(
+                    "view {view}'s zone shared into another view: Heron has no views and imports \
+                     a zone once (from the only view that matches every client, if there is one); \
+                     not imported again here"
+                ),
+            );
+            return Ok(());
+        }
         if let Some(class) = s.arg(2).filter(|c| !c.eq_ignore_ascii_case("IN")) {
             self.out.untranslated(
                 s.loc(),
@@ -1623,6 +1638,29 @@ mod tests {
         assert_eq!(acl, ["0.0.0.0/0 key k", "::/0 key k"]);
         let said: Vec<&str> = got.notes.iter().map(|n| n.setting.as_str()).collect();
         assert!(said.contains(&"127.0.0.9 key nokey"), "{said:?}");
+    }
+
+    /// `zone "X" in-view "V";` is said as a view's zone, not as a class
+    /// Heron does not serve (black-box finding BT-3).
+    #[test]
+    fn an_in_view_zone_is_said_as_a_view_s_zone() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = "zone \"p1.test\" { type primary; file \"p\"; };\n\
+            zone \"p3.test\" in-view \"x\";\n";
+        let path = write_files(dir.path(), &[("named.conf", conf)]);
+        let got = parse(&path).unwrap();
+        let said: Vec<String> = (got.notes.iter())
+            .map(|n| format!("{}: {}", n.setting, n.advice))
+            .collect();
+        assert!(
+            said.iter()
+                .any(|n| n.starts_with("zone p3.test in-view x: view x's zone")),
+            "{said:?}"
+        );
+        assert!(
+            !said.iter().any(|n| n.contains("class IN only")),
+            "{said:?}"
+        );
     }
 
     /// `notify yes` on a secondary zone (under `notify no` in options)
