@@ -1640,18 +1640,23 @@ mod tests {
         assert!(said.contains(&"127.0.0.9 key nokey"), "{said:?}");
     }
 
+    /// `conf` imported, and each of its notes as "SETTING: ADVICE".
+    fn imported_with_notes(conf: &str) -> (Imported, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let got = parse(&write_files(dir.path(), &[("named.conf", conf)])).unwrap();
+        let said = (got.notes.iter())
+            .map(|n| format!("{}: {}", n.setting, n.advice))
+            .collect();
+        (got, said)
+    }
+
     /// `zone "X" in-view "V";` is said as a view's zone, not as a class
     /// Heron does not serve (black-box finding BT-3).
     #[test]
     fn an_in_view_zone_is_said_as_a_view_s_zone() {
-        let dir = tempfile::tempdir().unwrap();
         let conf = "zone \"p1.test\" { type primary; file \"p\"; };\n\
             zone \"p3.test\" in-view \"x\";\n";
-        let path = write_files(dir.path(), &[("named.conf", conf)]);
-        let got = parse(&path).unwrap();
-        let said: Vec<String> = (got.notes.iter())
-            .map(|n| format!("{}: {}", n.setting, n.advice))
-            .collect();
+        let (_, said) = imported_with_notes(conf);
         assert!(
             said.iter()
                 .any(|n| n.starts_with("zone p3.test in-view x: view x's zone")),
@@ -1668,14 +1673,9 @@ mod tests {
     /// primary (black-box finding BT-11).
     #[test]
     fn notify_yes_on_a_secondary_is_said() {
-        let dir = tempfile::tempdir().unwrap();
         let conf = "options { notify no; also-notify { 127.0.0.7; }; };\n\
             zone \"q.test\" { type secondary; file \"q\"; primaries { 192.0.2.1; }; notify yes; };\n";
-        let path = write_files(dir.path(), &[("named.conf", conf)]);
-        let got = parse(&path).unwrap();
-        let said: Vec<String> = (got.notes.iter())
-            .map(|n| format!("{}: {}", n.setting, n.advice))
-            .collect();
+        let (got, said) = imported_with_notes(conf);
         assert!(
             said.iter()
                 .any(|n| n.starts_with("notify yes") && n.contains("BIND also notifies")),
