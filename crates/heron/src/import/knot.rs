@@ -1587,6 +1587,13 @@ mod tests {
             written.contains("allow-update = [\"key tkey zonesub A TXT\", "),
             "{written}"
         );
+        // Mutated, the same text never panics the importer.
+        let mut rng = Rng::new(11);
+        let path = dir.path().join("mutated.conf");
+        for _ in 0..1000 {
+            std::fs::write(&path, mutate(&text, &mut rng)).unwrap();
+            let _ = parse(&path);
+        }
     }
 
     /// Knot's `xdp:` listen entries become `[xdp] listen`; an address
