@@ -1123,6 +1123,18 @@ fn a_new_algorithm_in_a_reload_rolls_the_keys() {
     std::fs::write(&config, text).unwrap();
     let (ok, said) = setup.ctl(&setup.server, &["reconfigure"]);
     assert!(ok, "{said}");
+    // The change is seen in `keys` at once: a key of the new algorithm
+    // coming in, or the rollover to it said to wait (black-box finding
+    // BP-2: nothing showed it was taken).
+    let (ok, keys) = setup.ctl(&setup.server, &["keys", "--json", CHILD]);
+    assert!(ok, "{keys}");
+    let keys: Value = serde_json::from_str(&keys).unwrap();
+    let pending = keys["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("the policy's algorithm is 15"));
+    let rows = keys["data"].as_array().cloned().unwrap_or_default();
+    let coming = (rows.iter()).any(|k| k["algorithm"] == 15 && k["goal"] == "omnipresent");
+    assert!(pending || coming, "{keys}");
     let of_algorithm = |s: &Setup, algorithm: u64| -> Vec<Value> {
         (s.keys().into_iter())
             .filter(|k| k["algorithm"] == algorithm)
@@ -1414,6 +1426,8 @@ fn going_insecure_through_the_policy_never_fails_validation() {
     assert_eq!(dnssec_records(&axfr), Vec::<String>::new(), "{axfr}");
     let (ok, keys) = setup.ctl(&setup.server, &["keys", CHILD]);
     assert!(ok, "{keys}");
+    // Going insecure, no key in use is wanted: no rollover is said to wait.
+    assert!(!keys.contains("the policy's algorithm"), "{keys}");
     eprintln!("phases seen: {phases:#?}\n{keys}");
     // Insecure now: the dnssec-policy may go.
     let (ok, said) = setup.reconfigure_child(without_policy);

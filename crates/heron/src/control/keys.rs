@@ -46,10 +46,9 @@ impl Controller {
             Err(e) => return Response::error(e.to_string()),
         };
         let now = heron_proto::time::unix_now();
-        let machine = heron_dnssec::rollover::Rollover::new(
-            current_policy(&policy, &state, now),
-            state.keys.clone(),
-        );
+        let policy_now = current_policy(&policy, &state, now);
+        let wanted = policy_now.algorithm;
+        let machine = heron_dnssec::rollover::Rollover::new(policy_now, state.keys.clone());
         use heron_dnssec::rollover::Goal;
         let succeeded = |key: &heron_dnssec::rollover::Key| {
             (state.keys.iter())
@@ -84,6 +83,16 @@ impl Controller {
             Some(w) => format!("{} keys; {w}", rows.len()),
             None => format!("{} keys", rows.len()),
         };
+        // A policy's new algorithm waits for the steps under way (black-box
+        // finding BP-2: nothing showed it was taken).
+        let taken_up =
+            (state.keys.iter()).any(|k| k.goal == Goal::Omnipresent && k.algorithm == wanted);
+        // (A zone going insecure has no key in use, and wants none.)
+        if !state.keys.is_empty() && !taken_up && !policy.insecure {
+            message.push_str(&format!(
+                "; the policy's algorithm is {wanted}: a rollover to it begins once the steps under way are done"
+            ));
+        }
         // A step that cannot be signed does not happen: its time passes.
         if let Some(why) = failed {
             message.push_str(&format!(
