@@ -69,24 +69,33 @@ impl<const N: usize> LogLimiter<N> {
         let last = r.logged_at.load(Ordering::Relaxed);
         // A clock that went back opens a new interval too.
         let due = last == NEVER || now.wrapping_sub(last) >= self.interval;
-        let won = due
-            && r.logged_at
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok();
-        if !due && r.written.fetch_add(1, Ordering::Relaxed) < self.lines {
-            // One more of the interval's first lines.
-            return Some(Due {
-                suppressed: 0,
-                since: 0,
-            });
-        }
-        if !won {
+        if !due {
+            if r.written.fetch_add(1, Ordering::Relaxed) < self.lines {
+                // One more of the interval's first lines.
+                return Some(Due {
+                    suppressed: 0,
+                    since: 0,
+                });
+            }
             r.suppressed.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        // What was left out goes with the line that opens the interval:
+        // taken before the interval is won, so that what threads losing
+        // it add goes to the next line. (Taken after, a count added
+        // between the win and the take was told one line early: a test
+        // of four threads saw 3,996 of 3,999 at the next line.)
+        let taken = r.suppressed.swap(0, Ordering::Relaxed);
+        let won = (r.logged_at)
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
+        if !won {
+            r.suppressed.fetch_add(taken + 1, Ordering::Relaxed);
             return None;
         }
         r.written.store(1, Ordering::Relaxed);
         Some(Due {
-            suppressed: r.suppressed.swap(0, Ordering::Relaxed),
+            suppressed: taken,
             since: if last == NEVER {
                 0
             } else {
