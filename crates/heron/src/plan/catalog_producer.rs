@@ -73,8 +73,11 @@ pub fn update(catalogs: &[GeneratedCatalog], next: &mut Catalog) -> Vec<heron_pr
             members = generated.members.len(),
             "catalog zone generated"
         );
+        // Written before the lock is taken: zone-status and the metrics
+        // read the failures while a slow disk syncs.
+        let written = write_atomically(&generated.file, &text);
         let mut failures = WRITE_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
-        match write_atomically(&generated.file, &text) {
+        match written {
             Ok(()) => _ = failures.remove(&generated.origin.to_lowercase()),
             Err(e) => {
                 tracing::error!(
@@ -93,6 +96,13 @@ pub fn update(catalogs: &[GeneratedCatalog], next: &mut Catalog) -> Vec<heron_pr
         next.insert(zone);
         changed.push(generated.origin.clone());
     }
+    changed
+}
+
+/// [`update`] at a reload, which gives every catalog generated now: the
+/// others have no file to write again.
+pub fn update_at_reload(catalogs: &[GeneratedCatalog], next: &mut Catalog) -> Vec<Name> {
+    let changed = update(catalogs, next);
     let mut failures = WRITE_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
     drop_not_generated(&mut failures, catalogs);
     changed
@@ -109,17 +119,28 @@ fn drop_not_generated(failures: &mut HashMap<Name, Failed>, catalogs: &[Generate
 /// called every minute. A file written is said once (regression hunt
 /// BR-19: it waited for the catalog's next version).
 pub fn write_failed_again() {
-    let mut failures = WRITE_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
-    failures.retain(|origin, failed| match write_atomically(&failed.file, &failed.text) {
-        Ok(()) => {
-            tracing::info!(zone = %origin, "catalog written to {} after a failed try", failed.file.display());
-            false
+    // Copied out, then written without the lock (a slow disk would hold
+    // zone-status and the metrics); a version made meanwhile stands.
+    let waiting: Vec<(Name, std::path::PathBuf, String)> = (WRITE_FAILURES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter())
+    .map(|(origin, f)| (origin.clone(), f.file.clone(), f.text.clone()))
+    .collect();
+    for (origin, file, text) in waiting {
+        let written = write_atomically(&file, &text);
+        let mut failures = WRITE_FAILURES.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(failed) = failures.get_mut(&origin).filter(|f| f.text == text) else {
+            continue;
+        };
+        match written {
+            Ok(()) => {
+                failures.remove(&origin);
+                tracing::info!(zone = %origin, "catalog written to {} after a failed try", file.display());
+            }
+            Err(e) => failed.why = format!("{}: {e}", file.display()),
         }
-        Err(e) => {
-            failed.why = format!("{}: {e}", failed.file.display());
-            true
-        }
-    });
+    }
 }
 
 /// Whether some generated catalog's file waits to be written again.
@@ -134,10 +155,8 @@ struct Failed {
     text: String,
 }
 
-/// Writes `text` to a new file beside `path`, syncs it and renames it
-/// over `path`: after a crash the file is the old or the new version.
-/// Why each generated catalog's file could not be written, until its
-/// next version is: `heron ctl zone-status` and the `write_failing`
+/// Why each generated catalog's file could not be written, until a
+/// version of it is: `heron ctl zone-status` and the `write_failing`
 /// count say so (regression hunt BR-19: one log line alone).
 static WRITE_FAILURES: std::sync::LazyLock<std::sync::Mutex<HashMap<Name, Failed>>> =
     std::sync::LazyLock::new(Default::default);
@@ -149,6 +168,8 @@ pub fn write_error_of(origin: &heron_proto::Name) -> Option<String> {
     failures.get(&origin.to_lowercase()).map(|f| f.why.clone())
 }
 
+/// Writes `text` to a new file beside `path`, syncs it and renames it
+/// over `path`: after a crash the file is the old or the new version.
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
@@ -228,14 +249,14 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 2, "no temporary left: {names:?}");
+        written_again();
     }
 
     /// BR-19 rest: a catalog file whose write failed is written again
     /// (every minute in the server) once it can be, with the version
     /// served, without waiting for the catalog's next version; a catalog
     /// no longer generated is not tried again.
-    #[test]
-    fn a_catalog_file_not_written_is_written_again() {
+    fn written_again() {
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join("later");
         let mut catalog = catalog_in(&folder, &["a.test", "b.test"]);

@@ -310,7 +310,7 @@ fn rebuild(
     }
     // After the removals: a zone that became a catalog is replaced.
     if let Some(catalogs) = &config.catalogs {
-        outcome.generated = catalog_producer::update(catalogs, &mut next);
+        outcome.generated = catalog_producer::update_at_reload(catalogs, &mut next);
     }
     take_frozen_edits(&mut next, marked, xfr);
     update::forget_signing_failures(&current, &next, xfr);
