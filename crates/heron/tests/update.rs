@@ -1206,6 +1206,44 @@ fn a_file_edited_with_a_new_serial_after_its_write_back_is_taken_quietly() {
     assert!(!file.with_extension("zone.jnl.unapplied").exists());
 }
 
+/// A file whose serial was moved by hand to one the updates reached,
+/// without the updates before it, is not that version: a reload does not
+/// take it (the updated zone stays, the reload fails and says why), and a
+/// start serves it with the journal set aside, not deleted (black-box
+/// findings CB-1, CB-2: the updates before that serial were dropped
+/// without a word, the reload said ok, and the start deleted the journal).
+#[test]
+fn a_file_moved_to_a_serial_the_updates_reached_keeps_the_updates_before_it() {
+    let file = zone_file("serial-inside");
+    let sync = "zonefile-sync = \"never\"";
+    let (mut server, socket) = start_with_control(&file, sync);
+    let addr = server.addr();
+    for (name, address) in [("losta", "192.0.2.71"), ("lostb", "192.0.2.72")] {
+        let command = format!("update add {name}.upd.test 60 A {address}");
+        let got = send(Client::Nsupdate, addr, Some("ops"), false, &command);
+        assert_eq!(got, "NOERROR");
+    }
+    assert_eq!(zone_serial(addr, ZONE), Some(3));
+    let edited = zone_text().replace("hostmaster 1 ", "hostmaster 2 ") + "editc A 192.0.2.73\n";
+    std::fs::write(&file, &edited).unwrap();
+    let (ok, said) = ctl(&socket, &["reload", ZONE]);
+    assert!(!ok && said.contains("1 failed"), "{said}\n{}", server.log());
+    assert!(server.log().contains("lacks"), "{}", server.log());
+    assert_eq!(zone_serial(addr, ZONE), Some(3));
+    for name in ["losta.upd.test", "lostb.upd.test"] {
+        assert_eq!(a(addr, name).len(), 1, "{name}\n{}", server.log());
+    }
+    assert!(a(addr, "editc.upd.test").is_empty());
+    server.terminate();
+    std::fs::write(&file, &edited).unwrap();
+    let restarted = start(&file, sync);
+    let addr = restarted.addr();
+    assert_eq!(zone_serial(addr, ZONE), Some(2), "{}", restarted.log());
+    let kept = file.with_extension("zone.jnl.unapplied");
+    assert!(kept.exists(), "{}", restarted.log());
+    assert!(restarted.log().contains("lacks"), "{}", restarted.log());
+}
+
 /// A server of the zone in `file` with `zone_lines`, and its control
 /// socket (beside the file).
 fn start_with_control(file: &Path, zone_lines: &str) -> (ServerProcess, PathBuf) {

@@ -755,6 +755,22 @@ fn open_steps(
     Ok(Some(reader))
 }
 
+/// The steps of the journal file at `path` (of zone `origin`) before
+/// those [`steps_after`] gives for `served`: the history that led to it
+/// (all of it when it ends at `served`). Empty when `served` is neither
+/// where a step starts nor where the history ends.
+pub fn steps_before(path: &Path, origin: &Name, served: u32) -> Result<Vec<ZoneDiff>, String> {
+    let mut steps = all_steps(path, origin)?;
+    let ends_there = steps
+        .last()
+        .is_some_and(|s| serial_of(&s.new_soa) == served);
+    if !ends_there {
+        let start = (steps.iter()).rposition(|s| serial_of(&s.old_soa) == served);
+        steps.truncate(start.unwrap_or(0));
+    }
+    Ok(steps)
+}
+
 /// The steps of the journal file at `path` (of zone `origin`) that lead
 /// on from serial `served`, in order: what dynamic updates changed since
 /// the zone file was written, to apply to the zone loaded from it. Empty
@@ -1277,12 +1293,21 @@ mod tests {
         );
         let e = steps_after(&path, &origin, 9).unwrap_err();
         assert!(e.contains("no step from serial 9"), "{e}");
+        let before = |from: u32| -> Vec<u32> {
+            let before = steps_before(&path, &origin, from).unwrap();
+            before.iter().map(|s| serial_of(&s.new_soa)).collect()
+        };
+        assert!(before(1).is_empty(), "nothing led to the first serial");
+        assert_eq!(before(3), [2, 3]);
+        assert_eq!(before(4), [2, 3, 4], "the whole history led to its end");
+        assert!(before(9).is_empty(), "a serial the history never had");
         // Round again to the file's serial (RFC 1982): nothing to apply,
         // though serial 2 was passed before.
         let round = vec![step(1, 2), step(2, 3), step(3, 1), step(1, 2)];
         let again = dir.path().join("round.jnl");
         file::write_file(&again, &origin, &round).unwrap();
         assert!(steps_after(&again, &origin, 2).unwrap().is_empty());
+        assert_eq!(steps_before(&again, &origin, 2).unwrap().len(), 4);
         let after: Vec<u32> = (steps_after(&again, &origin, 1).unwrap().iter())
             .map(|s| serial_of(&s.new_soa))
             .collect();

@@ -21,7 +21,7 @@ use heron_server::SharedCatalog;
 use heron_server::processor::log_limit::{LOG_INTERVAL, LogLimiter};
 use heron_server::service::unix_now;
 use heron_server::update::{Update, UpdateSender, queue};
-use heron_xfr::journal::files::steps_after;
+use heron_xfr::journal::files::{steps_after, steps_before};
 use heron_xfr::primary::ZonePolicy;
 use heron_xfr::secondary::store::{write_plain_zone_file, write_unsigned_zone_file};
 use heron_xfr::update::{
@@ -1690,6 +1690,9 @@ fn replay_steps(zone: &Zone, path: &std::path::Path) -> Result<Option<(usize, Zo
         Err(_) if file_holds_the_journal(zone, path) => return Ok(None),
         Err(why) => return Err(Unreplayed::NoStep(why)),
     };
+    if let Some(why) = earlier_update_missing(zone, path) {
+        return Err(Unreplayed::NoStep(why));
+    }
     match zone.apply_steps(&steps) {
         Ok(next) => Ok(Some((steps.len(), next))),
         Err((_, problems)) => {
@@ -1904,6 +1907,26 @@ fn file_holds_the_journal(zone: &Zone, journal: &std::path::Path) -> bool {
     let ends = heron_xfr::journal::serial_of(&net.new_soa);
     heron_xfr::serial::is_newer(zone.serial(), ends)
         && heron_xfr::journal::files::change_not_in(zone, &net).is_none()
+}
+
+/// Why `file`, read at a serial the journal's history passed, is not
+/// that version: it lacks a change the journal made on the way there
+/// (its serial was moved on by hand without the updates: black-box
+/// finding CB-1, the updates before that serial dropped without a word).
+/// None when it holds them, or the history is the signer's.
+fn earlier_update_missing(file: &Zone, path: &std::path::Path) -> Option<String> {
+    let before = steps_before(path, file.origin(), file.serial()).ok()?;
+    let net = before.into_iter().reduce(ZoneDiff::then)?;
+    let signed =
+        (net.added.iter().chain(&net.deleted)).any(|r| r.rtype == heron_proto::RType::RRSIG);
+    if signed {
+        return None;
+    }
+    let change = heron_xfr::journal::files::change_not_in(file, &net)?;
+    Some(format!(
+        "its serial {} is one the updates reached, but it lacks what they changed on the way ({change}): the serial was changed by hand",
+        file.serial()
+    ))
 }
 
 /// Whether the zone file of the journal at `journal` (`FILE.jnl`) was
@@ -2252,6 +2275,9 @@ fn merge(
             "its serial {} is not one the journal's updates lead on from",
             new.serial()
         ));
+    }
+    if let Some(why) = earlier_update_missing(new, path) {
+        return Err(why);
     }
     let merged: Option<Zone> = match steps.is_empty() {
         true => None,
