@@ -1015,6 +1015,58 @@ fn fast_signed(dir: &Path) -> (ServerProcess, PathBuf, PathBuf) {
     (server, file, keys)
 }
 
+/// A key directory found holding no key of a zone served signed (its
+/// state file listing none, or emptied) makes no new key: signing alone,
+/// it would leave the parent's DS without its key. The reload fails and
+/// says so, and the version served keeps its DNSKEYs (black-box finding
+/// CA-1: a new key was swapped in at once, without a word).
+#[test]
+fn keys_lost_from_the_key_directory_are_not_replaced_by_new_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _file, keys) = fast_signed(dir.path());
+    let dnskeys = |text: &str| -> Vec<String> {
+        let mut lines: Vec<String> = (text.lines())
+            .filter(|l| l.contains("\tDNSKEY\t"))
+            .map(|l| l.split('\t').next_back().unwrap_or_default().to_string())
+            .collect();
+        lines.sort();
+        lines
+    };
+    let before = dnskeys(&axfr(&server));
+    assert_eq!(before.len(), 2, "KSK and ZSK");
+    let state = keys.join(format!("{}keys.json", ORIGIN.to_ascii_lowercase()));
+    let text = std::fs::read_to_string(&state).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    json["keys"] = serde_json::json!([]);
+    std::fs::write(&state, json.to_string()).unwrap();
+    let out = ctl(&server, &["reload", ORIGIN, "--force"]);
+    let said = String::from_utf8_lossy(&[&out.stdout[..], &out.stderr[..]].concat()).into_owned();
+    assert!(!out.status.success(), "{said}\n{}", server.log());
+    assert!(
+        server.log().contains("holds no key of the zone"),
+        "{}",
+        server.log()
+    );
+    assert_eq!(dnskeys(&axfr(&server)), before, "{}", server.log());
+    let made = std::fs::read_dir(&keys).unwrap().count();
+    assert_eq!(
+        made,
+        1 + 2 + 1,
+        "the state file, the two keys and the lock: no new key"
+    );
+    // Emptied while stopped: the start serves the version kept signed.
+    drop(server);
+    std::fs::rename(&keys, dir.path().join("keys.away")).unwrap();
+    std::fs::create_dir(&keys).unwrap();
+    let (restarted, _, _) = fast_signed(dir.path());
+    assert_eq!(dnskeys(&axfr(&restarted)), before, "{}", restarted.log());
+    assert!(
+        restarted.log().contains("holds no key of the zone"),
+        "{}",
+        restarted.log()
+    );
+}
+
 /// `heron ctl ARGS` against `server`'s control socket.
 fn ctl(server: &ServerProcess, args: &[&str]) -> std::process::Output {
     Command::new(heron())

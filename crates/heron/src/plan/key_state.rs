@@ -529,6 +529,50 @@ pub fn members_held_for_their_ds<'a>(origins: &[&'a Name]) -> Vec<(&'a Name, Str
     held
 }
 
+/// Why no key may be made for `origin` now: the keys a step would start
+/// from are none (a state file listing no keys, or neither a state file
+/// nor key files: a key directory emptied, unmounted or restored badly)
+/// while `served` is signed, its DNSKEYs perhaps named by the parent's
+/// DS. New keys signing alone would leave that DS without its key, the
+/// zone bogus at every validator at once (black-box finding CA-1: done
+/// without a word). None under a policy going insecure (it makes none).
+pub fn keys_lost(
+    origin: &Name,
+    policy: &Policy,
+    dir: &Path,
+    served: Option<&heron_zone::Zone>,
+) -> Option<String> {
+    let dnskeys = served?.apex().rrset(heron_proto::RType::DNSKEY)?;
+    if policy.insecure {
+        return None;
+    }
+    let zone = zone_text(origin);
+    let none = match read_state(dir, &zone) {
+        Ok(Some(state)) => state.keys.is_empty(),
+        Ok(None) => read_key_files(dir, &zone).is_ok_and(|files| files.is_empty()),
+        Err(_) => false, // the step says why
+    };
+    if !none {
+        return None;
+    }
+    let tags: Vec<String> = (dnskeys.rdatas())
+        .map(|rdata| heron_dnssec::dnskey::key_tag(&rdata).to_string())
+        .collect();
+    Some(format!(
+        "the key directory {} holds no key of the zone ({}), but the version served is signed \
+         with DNSKEY {}: new keys now would leave the parent's DS without its key, the zone bogus \
+         at validators; restore the key directory from a backup, or to start over with new keys \
+         anyway (bogus until the parent's DS names them) run heron keymgr -d {} {zone} generate",
+        dir.display(),
+        match state_path(dir, &zone).exists() {
+            true => "its state file lists none",
+            false => "no state file and no key files",
+        },
+        tags.join(", "),
+        dir.display()
+    ))
+}
+
 /// The zone's state file as recorded, if there is one.
 pub fn read_state(dir: &Path, zone: &str) -> Result<Option<ZoneKeys>, String> {
     let path = state_path(dir, zone);
