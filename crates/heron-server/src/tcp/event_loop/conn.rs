@@ -162,6 +162,15 @@ impl Conn {
         (!busy).then(|| self.partial.deadline())
     }
 
+    /// When it may be closed to make room for a client holding fewer
+    /// connections (it is busy, not idle): when it opened. None for a
+    /// transfer or UPDATE under way, and for an address the per-client
+    /// limit does not apply to (a secondary).
+    pub(super) fn sheddable_since(&self) -> Option<Instant> {
+        let exempt = matches!(self._slot.counted, super::super::limits::Counted::Exempt(_));
+        (self.later.is_none() && !exempt).then_some(self.opened)
+    }
+
     fn from(&self) -> From {
         let transport = match self.tls {
             Some(_) => Transport::Tls,

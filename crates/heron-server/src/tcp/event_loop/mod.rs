@@ -451,6 +451,41 @@ impl Worker {
         true
     }
 
+    /// At the total limit with no connection idle: closes the one open
+    /// the longest of the client holding the most here, if the new client
+    /// `ip` would still hold fewer (its fair share, the rule of the
+    /// metrics endpoint). Clients that keep a message always begun are
+    /// never idle, and took every slot for as long as they kept on
+    /// (black-box finding CC-1). A transfer under way is never cut.
+    fn shed_from_the_largest(&mut self, ip: IpAddr) -> bool {
+        let limiter = &self.limiter;
+        let sheddable = (self.entries.iter().enumerate()).filter_map(|(slot, e)| {
+            let conn = e.conn.as_ref()?;
+            let opened = conn.sheddable_since()?;
+            Some((slot, e.generation, limiter.client(conn.peer.ip()), opened))
+        });
+        let mut held: HashMap<IpAddr, usize> = HashMap::new();
+        for (.., client, _) in sheddable.clone() {
+            *held.entry(client).or_default() += 1;
+        }
+        let Some((&largest, &most)) = held.iter().max_by_key(|&(_, n)| *n) else {
+            return false;
+        };
+        let own = held.get(&limiter.client(ip)).copied().unwrap_or(0);
+        if own + 1 >= most {
+            return false;
+        }
+        let oldest = (sheddable.filter(|&(.., client, _)| client == largest))
+            .min_by_key(|&(.., opened)| opened);
+        let Some((slot, generation, ..)) = oldest else {
+            return false;
+        };
+        let stats = &self.cx.shared.service.stats;
+        stats.with_thread_cells(|c| c.shed());
+        self.close(Key { slot, generation }, Ok(()));
+        true
+    }
+
     fn close_all(&mut self) {
         for slot in 0..self.entries.len() {
             let generation = self.entries[slot].generation;
@@ -494,7 +529,11 @@ impl Worker {
             return; // `blackhole`: closed unanswered
         }
         let admitted = match self.limiter.admit_or_why(peer.ip()) {
-            Err(Limit::Total) if self.shed_longest_idle() => self.limiter.admit_or_why(peer.ip()),
+            Err(Limit::Total)
+                if self.shed_longest_idle() || self.shed_from_the_largest(peer.ip()) =>
+            {
+                self.limiter.admit_or_why(peer.ip())
+            }
             admitted => admitted,
         };
         let stats = &self.cx.shared.service.stats;

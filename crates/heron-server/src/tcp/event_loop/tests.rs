@@ -360,6 +360,58 @@ fn at_the_total_limit_the_longest_idle_connection_makes_room() {
     });
 }
 
+/// A connection to `addr` from the source address `from`.
+fn connect_from(from: &str, addr: SocketAddr) -> std::net::TcpStream {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let source: SocketAddr = format!("{from}:0").parse().unwrap();
+    socket.bind(&source.into()).unwrap();
+    socket.connect(&addr.into()).unwrap();
+    socket.into()
+}
+
+/// At the total limit with no connection idle (each keeps a message
+/// begun), a client holding fewer connections gets a slot: the one open
+/// the longest of the client holding the most makes room. A client never
+/// sheds its own, nor an equal's (black-box finding CC-1: connections that
+/// always had half a message sent were never shed, and every new client
+/// was refused for as long as they kept on).
+#[test]
+fn at_the_total_limit_a_client_holding_fewer_takes_a_busy_slot() {
+    use std::io::Write;
+    let limits = TcpLimits {
+        max_connections: 3,
+        idle_timeout: Duration::from_secs(60),
+        ipv4_client_prefix: 24,
+        ..TcpLimits::default()
+    };
+    with_n_loops(1, None, limits, service(), |loops| {
+        let addr = loops.bound[0];
+        let begun = |from: &str| {
+            let mut conn = connect_from(from, addr);
+            conn.write_all(&[0]).unwrap(); // half a length: a message begun
+            std::thread::sleep(Duration::from_millis(50));
+            conn
+        };
+        let mut held = [begun("127.0.1.1"), begun("127.0.1.2")];
+        let mut other = begun("127.0.2.1");
+        // The client holding two has no more room than its own.
+        let wait = Duration::from_secs(2);
+        let mut third = connect_from("127.0.1.3", addr);
+        assert!(closed_within(&mut third, wait), "not at another's expense");
+        let mut newcomer = connect_from("127.0.3.1", addr);
+        assert!(heron_testkit::client::answers_on(&mut newcomer, &query(1)));
+        newcomer.write_all(&[0]).unwrap(); // busy again
+        let made_room = closed_within(&mut held[0], wait);
+        assert!(made_room, "the oldest of the largest made room");
+        assert!(!closed_within(&mut other, Duration::from_millis(300)));
+        assert!(!closed_within(&mut held[1], Duration::from_millis(300)));
+        // All hold one now: a fourth client is refused.
+        let mut fourth = connect_from("127.0.4.1", addr);
+        assert!(closed_within(&mut fourth, wait), "no client holds more");
+        assert!(!closed_within(&mut newcomer, Duration::from_millis(300)));
+    });
+}
+
 /// A connection to the TLS port that has sent nothing is as idle as a
 /// plain one between messages: at the total limit it makes room (black-box
 /// finding BH-2: silent connections to the TLS port were never shed, and
