@@ -163,6 +163,19 @@ impl Policy {
                 ));
             }
         }
+        // RFC 2181 8: a TTL above 2^31 - 1 is read as 0 (black-box
+        // finding CA-3: a CDS/CDNSKEY TTL went on the wire so).
+        for (key, seconds) in [
+            ("dnskey-ttl", self.dnskey_ttl),
+            ("cds-ttl", self.cds_ttl),
+            ("parent-ds-ttl", self.parent_ds_ttl),
+        ] {
+            if seconds > MAX_TTL {
+                out.push(format!(
+                    "{key} must be at most {MAX_TTL} seconds (about 68 years, RFC 2181 8), not {seconds}"
+                ));
+            }
+        }
         let after_refresh = self
             .signature_validity
             .saturating_sub(self.signature_refresh);
@@ -278,6 +291,9 @@ pub fn parse_duration(text: &str) -> Option<u32> {
     u32::try_from(total).ok()
 }
 
+/// The largest TTL a record may have (RFC 2181 8).
+const MAX_TTL: u32 = 0x7fff_ffff;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,6 +365,45 @@ mod tests {
         for policy in cases {
             assert!(!policy.problems().is_empty(), "{policy:?}");
         }
+        // Black-box finding CA-3: a CDS TTL past 2^31 - 1 went on the wire.
+        for ttl in [MAX_TTL + 1, u32::MAX] {
+            let past = [
+                (
+                    "cds-ttl",
+                    Policy {
+                        cds_ttl: ttl,
+                        ..base.clone()
+                    },
+                ),
+                (
+                    "dnskey-ttl",
+                    Policy {
+                        dnskey_ttl: ttl,
+                        ..base.clone()
+                    },
+                ),
+                (
+                    "parent-ds-ttl",
+                    Policy {
+                        parent_ds_ttl: ttl,
+                        ..base.clone()
+                    },
+                ),
+            ];
+            for (key, policy) in past {
+                let said = policy.problems().join("; ");
+                assert!(said.contains(&format!("{key} must be at most")), "{said}");
+            }
+        }
+        let cds_at_limit = Policy {
+            cds_ttl: MAX_TTL,
+            ..base.clone()
+        };
+        assert!(
+            cds_at_limit.problems().is_empty(),
+            "{:?}",
+            cds_at_limit.problems()
+        );
         let shortest_life_at_limit = Policy {
             signature_validity: 3 * 3600,
             signature_refresh: 3600,

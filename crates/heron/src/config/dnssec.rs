@@ -266,7 +266,13 @@ pub const MAX_PARENT_SERVERS: usize = 16;
 /// `ADDRESS` (port 53) or `ADDRESS:PORT`, `[V6]:PORT`.
 fn parent_server(text: &str) -> Result<std::net::SocketAddr, String> {
     if let Ok(addr) = text.parse::<std::net::SocketAddr>() {
-        return Ok(addr);
+        // Port 0 reaches no server: refused here, not at each check.
+        return match addr.port() {
+            0 => Err(format!(
+                "parent-servers: '{text}': port 0 is no server's port"
+            )),
+            _ => Ok(addr),
+        };
     }
     text.parse::<std::net::IpAddr>()
         .map(|ip| std::net::SocketAddr::new(ip, 53))
@@ -596,6 +602,14 @@ mod tests {
             many[..MAX_PARENT_SERVERS].join(",")
         );
         assert!(policies(&[entry(&text)]).is_ok(), "16 is allowed");
+        // Black-box finding CA-4: accepted, it failed at each check.
+        for zero in ["127.0.0.1:0", "[::1]:0"] {
+            let text = format!("name = \"p\"\nparent-servers = [\"{zero}\"]");
+            let errors = policies(&[entry(&text)]).unwrap_err();
+            assert!(errors[0].contains("port 0"), "{errors:?}");
+        }
+        let port = "name = \"p\"\nparent-servers = [\"127.0.0.1:5353\", \"192.0.2.1\"]";
+        assert!(policies(&[entry(port)]).is_ok());
         let twice = [entry("name = \"p\""), entry("name = \"p\"")];
         assert!(policies(&twice).unwrap_err()[0].contains("defined twice"));
         assert!(toml::from_str::<PolicyEntry>("name = \"p\"\nbogus = 1").is_err());
