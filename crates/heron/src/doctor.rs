@@ -17,7 +17,7 @@ use crate::config;
 /// Descriptors a server needs besides its TCP connections: listeners,
 /// zone and journal files, kept copies written in batches, the control
 /// socket, outgoing transfer connections.
-const RESERVED_FILES: u64 = 1024;
+pub(crate) const RESERVED_FILES: u64 = 1024;
 /// Local ports a secondary should have to choose from: Heron pools its
 /// transfer connections (32 for a cold start of 100,000 zones), but it
 /// shares the range with everything else on the machine.

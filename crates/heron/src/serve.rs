@@ -94,11 +94,42 @@ fn hold_hangups_while_starting() {
     }
 }
 
+/// The soft open-files limit raised to what `[tcp] max-connections`
+/// needs, up to the hard limit (as any process may): started from a shell
+/// at 1024, the server reached it at a tenth of the connections it was
+/// set for, and the kernel refused the rest before any idle one was shed
+/// (black-box finding CC-2). A hard limit short of it is said.
+fn raise_open_files(max_connections: usize) {
+    let want = max_connections as u64 + crate::doctor::RESERVED_FILES;
+    let (soft, hard) = heron_sys::process::open_files_limit();
+    let Some(soft) = soft.filter(|&soft| soft < want) else {
+        return; // unlimited, or enough
+    };
+    let target = hard.map_or(want, |hard| hard.min(want));
+    if target > soft {
+        match heron_sys::process::set_open_files_limit(Some(target), hard) {
+            Ok(()) => tracing::info!(
+                "open-files limit raised from {soft} to {target} for [tcp] max-connections = {max_connections}"
+            ),
+            Err(e) => {
+                tracing::warn!("cannot raise the open-files limit from {soft} to {target}: {e}")
+            }
+        }
+    }
+    let now = heron_sys::process::open_files_limit().0.unwrap_or(u64::MAX);
+    if now < want {
+        tracing::warn!(
+            "the open-files limit is {now}, below the {want} that [tcp] max-connections = {max_connections} needs: past it the kernel refuses new connections before idle ones are shed; raise it (LimitNOFILE= in the unit, ulimit -n) or lower max-connections (heron doctor)"
+        );
+    }
+}
+
 /// Reads the settings, loads the zones and serves them until told to
 /// stop. An error already logged comes back empty.
 fn start(args: ServeArgs) -> Result<(), String> {
     hold_hangups_while_starting();
     let mut settings = read_settings(&args)?;
+    raise_open_files(settings.server.tcp.max_connections);
     heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
     let use_example = args.config.is_none()
         && settings.zones.is_empty()

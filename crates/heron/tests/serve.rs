@@ -1198,6 +1198,64 @@ fn a_sighup_while_loading_is_held_and_done_once_serving() {
     assert!(alive && reloaded, "{}", read_log());
 }
 
+/// Started with a soft open-files limit below what `[tcp]
+/// max-connections` needs, the server raises it up to the hard limit, and
+/// says when even that is short (black-box finding CC-2: it kept 1024,
+/// and the kernel refused connections before idle ones were shed).
+#[test]
+fn a_low_open_files_limit_is_raised_or_said() {
+    let dir = tempdir("nofile");
+    let file = dir.join("n.zone");
+    std::fs::write(
+        &file,
+        "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n",
+    )
+    .unwrap();
+    let hard: u64 = std::fs::read_to_string("/proc/self/limits")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(4)?.parse().ok())
+        .expect("a hard open-files limit");
+    let port = heron_testkit::free_port();
+    let log = dir.join("log");
+    let serve = format!(
+        "ulimit -S -n 256 && exec {} serve --listen 127.0.0.1:{port} --zone n.test={}",
+        heron().display(),
+        file.display()
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", &serve])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let ready = eventually(|| read_log().contains("ready"));
+    let limits =
+        std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap_or_default();
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    let _ = child.wait();
+    assert!(ready, "{}", read_log());
+    let soft: u64 = (limits.lines())
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3)?.parse().ok())
+        .unwrap_or(0);
+    let want = 10_000 + 1024; // the default max-connections and its reserve
+    assert_eq!(soft, hard.min(want), "{limits}\n{}", read_log());
+    assert!(
+        read_log().contains("open-files limit raised from 256"),
+        "{}",
+        read_log()
+    );
+    assert_eq!(
+        read_log().contains("below the 11024"),
+        hard < want,
+        "{}",
+        read_log()
+    );
+}
+
 #[test]
 fn sighup_reloads_changed_zones_and_keeps_the_old_one_on_errors() {
     let dir = tempdir("reload");
