@@ -94,6 +94,13 @@ fn hold_hangups_while_starting() {
     }
 }
 
+/// What the settings ask of the process before anything is read: the
+/// largest zone file loaded, the open files its connections need.
+fn process_limits(settings: &Settings) {
+    heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
+    raise_open_files(settings.server.tcp.max_connections);
+}
+
 /// The soft open-files limit raised to what `[tcp] max-connections`
 /// needs, up to the hard limit (as any process may): started from a shell
 /// at 1024, the server reached it at a tenth of the connections it was
@@ -129,8 +136,7 @@ fn raise_open_files(max_connections: usize) {
 fn start(args: ServeArgs) -> Result<(), String> {
     hold_hangups_while_starting();
     let mut settings = read_settings(&args)?;
-    raise_open_files(settings.server.tcp.max_connections);
-    heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
+    process_limits(&settings);
     let use_example = args.config.is_none()
         && settings.zones.is_empty()
         && settings.generated_catalogs.is_empty();
