@@ -302,6 +302,45 @@ fn check_config_refuses_bad_policies() {
 /// directory (black-box finding: it said OK, and serve did not sign the
 /// zone): two CSK files and no state file, and a key directory that is a
 /// file.
+/// A KSK made ahead (`keymgr generate --role ksk`) for a zone whose
+/// policy signs with a CSK alone is refused by check-config and by the
+/// start, saying what to do; the same key under a KSK+ZSK policy signs
+/// (black-box finding CA-2: the zone never loaded, "no KSK or CSK").
+#[test]
+fn a_first_key_of_a_role_the_policy_lacks_is_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let out = Command::new(heron())
+        .args(["keymgr", "-d"])
+        .arg(&keys)
+        .args([ORIGIN, "generate", "--role", "ksk"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let file = dir.path().join("edge.test.zone");
+    std::fs::copy(zone_file(), &file).unwrap();
+    let config = |policy: &str| {
+        let path = dir.path().join("heron.toml");
+        let text = format!(
+            "[server]\nlisten = [\"127.0.0.1:1\"]\n[[dnssec-policy]]\nname = \"p\"\n{policy}\n\
+             [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\ndnssec-policy = \"p\"\n\
+             key-directory = \"{}\"\n",
+            file.display(),
+            keys.display()
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let said = check_config_refuses(&config(""));
+    assert!(said.contains("is a KSK") && said.contains("generate --role csk"), "{said}");
+    let out = Command::new(heron())
+        .arg("check-config")
+        .arg(config("keys = \"ksk-zsk\""))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
 #[test]
 fn check_config_refuses_key_directories_serve_would_refuse() {
     let dir = tempfile::tempdir().unwrap();

@@ -141,6 +141,7 @@ pub fn step(
     let _shared = lock_directory(dir, Hold::Shared)?;
     let existed = path.exists();
     let state = load_or_adopt(&path, dir, &zone, policy, now)?;
+    first_keys_fit(&state, policy, dir, &zone)?;
     if !existed && !state.keys.is_empty() {
         tracing::info!(
             zone,
@@ -573,6 +574,31 @@ pub fn keys_lost(
     ))
 }
 
+/// A zone never signed whose keys were made ahead (`heron keymgr
+/// generate`) as a KSK or ZSK while its policy signs with a CSK alone:
+/// refused, saying what to do, rather than a first signing that finds no
+/// key to sign the DNSKEY RRset and never loads the zone (black-box
+/// finding CA-2). A policy of a KSK and a ZSK takes a CSK made ahead: its
+/// rollover splits it once its DS is in.
+fn first_keys_fit(state: &ZoneKeys, policy: &Policy, dir: &Path, zone: &str) -> Result<(), String> {
+    let split_role = |k: &&Key| k.goal == Goal::Omnipresent && k.role != Role::Csk;
+    let never_signed = state.policy.is_none();
+    let csk_policy = policy.keys == heron_dnssec::policy::KeySet::Csk && !policy.insecure;
+    let Some(key) = state.keys.iter().find(split_role).filter(|_| never_signed && csk_policy) else {
+        return Ok(());
+    };
+    let role = if key.role == Role::Ksk { "KSK" } else { "ZSK" };
+    Err(format!(
+        "the zone's first key {} is a {role} (made ahead by heron keymgr generate), but policy \
+         '{}' signs with a CSK alone: delete it (heron keymgr -d {} {zone} delete {}) and make \
+         a CSK (generate --role csk), or give the zone a policy with keys = \"ksk-zsk\"",
+        key.tag,
+        policy.name,
+        dir.display(),
+        key.tag
+    ))
+}
+
 /// The zone's state file as recorded, if there is one.
 pub fn read_state(dir: &Path, zone: &str) -> Result<Option<ZoneKeys>, String> {
     let path = state_path(dir, zone);
@@ -687,7 +713,10 @@ pub fn keys_refused(settings: &crate::config::Settings) -> (Vec<String>, Vec<Str
                 let zone = zone_text(origin);
                 let path = state_path(dir, &zone);
                 let looked = load_or_adopt(&path, dir, &zone, &signing.policy, now)
-                    .and_then(|state| check_key_files(dir, &zone, &state));
+                    .and_then(|state| {
+                        first_keys_fit(&state, &signing.policy, dir, &zone)?;
+                        check_key_files(dir, &zone, &state)
+                    });
                 // A state or key file only the server may read.
                 looked
                     .map(|_| ())
