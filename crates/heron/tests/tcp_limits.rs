@@ -449,6 +449,29 @@ fn ipv6_clients_of_one_prefix_share_the_per_client_limit() {
     });
 }
 
+/// Connections refused at `max-connections-per-client` (as at
+/// `max-connections`) are said in the log, a line per limit per interval
+/// with the count of those left out (black-box finding CC-4: only a
+/// counter showed honest clients turned away).
+#[test]
+fn connections_refused_at_a_limit_are_said_in_a_bounded_log() {
+    let dir = scratch_dir("refused-log");
+    let zone = wide_zone(dir.path());
+    let server = ServerProcess::heron_with_config(&heron(), "wide.test", |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [tcp]\nidle-timeout = 30\nmax-connections = 3\nmax-connections-per-client = 2\n\
+             [[zone]]\norigin = \"wide.test\"\nfile = \"{}\"\n",
+            zone.display()
+        )
+    });
+    let (_held, answered) = answered_from("127.0.0.2", server.addr(), 12);
+    assert_eq!(answered, 2);
+    let log = server.log();
+    let per_client = log.matches("max-connections-per-client reached").count();
+    assert_eq!(per_client, 1, "one line for ten refusals\n{log}");
+}
+
 /// `count` connections from `source`, and how many of them are answered.
 fn answered_from(source: &str, server: SocketAddr, count: usize) -> (Vec<TcpStream>, usize) {
     let mut conns: Vec<TcpStream> = (0..count).map(|_| connect_from(source, server)).collect();

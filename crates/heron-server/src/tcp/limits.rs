@@ -161,6 +161,32 @@ impl ConnectionLimiter {
     }
 }
 
+/// Lines of connections refused at a limit, per reason per interval
+/// ([`crate::processor::log_limit::LOG_INTERVAL`]).
+static REFUSED_LOG: std::sync::LazyLock<crate::processor::log_limit::LogLimiter<2>> =
+    std::sync::LazyLock::new(|| {
+        crate::processor::log_limit::LogLimiter::new(crate::processor::log_limit::LOG_INTERVAL)
+    });
+
+/// Says that a connection from `peer` was refused at `limit`: one line
+/// per limit per interval, counting those left out (black-box finding
+/// CC-4: honest clients turned away left no line, only a counter).
+pub(super) fn log_refused(peer: SocketAddr, limit: Limit) {
+    let (reason, what) = match limit {
+        Limit::Total => (0, "max-connections"),
+        Limit::PerClient => (1, "max-connections-per-client"),
+        Limit::Blackhole => return, // closed unanswered, as configured
+    };
+    let Some(due) = REFUSED_LOG.admit(reason, heron_proto::time::unix_now()) else {
+        return;
+    };
+    let more = match due.suppressed {
+        0 => String::new(),
+        n => format!(" ({n} more refused so in the last {} s)", due.since),
+    };
+    tracing::warn!("TCP connection from {peer} refused: [tcp] {what} reached{more}");
+}
+
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut open = self.limiter.open.lock().unwrap();

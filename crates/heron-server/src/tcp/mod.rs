@@ -125,7 +125,7 @@ pub async fn serve(
             Ok(slot) => slot,
             Err(limit) => {
                 stats.with_thread_cells(|c| c.refused(limit));
-                tracing::debug!("TCP connection from {peer} refused: connection limit");
+                limits::log_refused(peer, limit);
                 continue; // dropping the stream closes it
             }
         };

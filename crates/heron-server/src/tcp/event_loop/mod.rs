@@ -541,7 +541,7 @@ impl Worker {
             Ok(slot) => slot,
             Err(limit) => {
                 stats.with_thread_cells(|c| c.refused(limit));
-                tracing::debug!("TCP connection from {peer} refused: connection limit");
+                super::limits::log_refused(peer, limit);
                 return;
             }
         };
