@@ -332,7 +332,10 @@ fn a_first_key_of_a_role_the_policy_lacks_is_refused_with_what_to_do() {
         path
     };
     let said = check_config_refuses(&config(""));
-    assert!(said.contains("is a KSK") && said.contains("generate --role csk"), "{said}");
+    assert!(
+        said.contains("is a KSK") && said.contains("generate --role csk"),
+        "{said}"
+    );
     let out = Command::new(heron())
         .arg("check-config")
         .arg(config("keys = \"ksk-zsk\""))

@@ -25,7 +25,22 @@ impl DurationValue {
             DurationValue::Seconds(s) => u32::try_from(*s).ok(),
             DurationValue::Text(t) => parse_duration(t),
         };
-        parsed.ok_or_else(|| format!("{key}: not a duration (seconds, or e.g. \"14d\", \"12h\")"))
+        // Digits and units that do not fit are too large, not unreadable
+        // (black-box finding CA-7: "100000d" was "not a duration").
+        let well_formed = match self {
+            DurationValue::Seconds(_) => true,
+            DurationValue::Text(t) => t
+                .trim()
+                .chars()
+                .all(|c| c.is_ascii_digit() || "smhdwSMHDW".contains(c)),
+        };
+        parsed.ok_or_else(|| match well_formed {
+            true => format!(
+                "{key}: too large (at most {} seconds, about 136 years)",
+                u32::MAX
+            ),
+            false => format!("{key}: not a duration (seconds, or e.g. \"14d\", \"12h\")"),
+        })
     }
 }
 
@@ -602,6 +617,14 @@ mod tests {
             many[..MAX_PARENT_SERVERS].join(",")
         );
         assert!(policies(&[entry(&text)]).is_ok(), "16 is allowed");
+        // Black-box finding CA-7: a duration past 32 bits is too large.
+        for large in ["\"100000d\"", "4294967296"] {
+            let text = format!("name = \"p\"\ndnskey-ttl = {large}");
+            let errors = policies(&[entry(&text)]).unwrap_err();
+            assert!(errors[0].contains("dnskey-ttl: too large"), "{errors:?}");
+        }
+        let errors = policies(&[entry("name = \"p\"\ndnskey-ttl = \"1x\"")]).unwrap_err();
+        assert!(errors[0].contains("not a duration"), "{errors:?}");
         // Black-box finding CA-4: accepted, it failed at each check.
         for zero in ["127.0.0.1:0", "[::1]:0"] {
             let text = format!("name = \"p\"\nparent-servers = [\"{zero}\"]");

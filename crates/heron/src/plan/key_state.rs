@@ -584,7 +584,12 @@ fn first_keys_fit(state: &ZoneKeys, policy: &Policy, dir: &Path, zone: &str) -> 
     let split_role = |k: &&Key| k.goal == Goal::Omnipresent && k.role != Role::Csk;
     let never_signed = state.policy.is_none();
     let csk_policy = policy.keys == heron_dnssec::policy::KeySet::Csk && !policy.insecure;
-    let Some(key) = state.keys.iter().find(split_role).filter(|_| never_signed && csk_policy) else {
+    let Some(key) = state
+        .keys
+        .iter()
+        .find(split_role)
+        .filter(|_| never_signed && csk_policy)
+    else {
         return Ok(());
     };
     let role = if key.role == Role::Ksk { "KSK" } else { "ZSK" };
@@ -712,8 +717,8 @@ pub fn keys_refused(settings: &crate::config::Settings) -> (Vec<String>, Vec<Str
             Ok(_) => {
                 let zone = zone_text(origin);
                 let path = state_path(dir, &zone);
-                let looked = load_or_adopt(&path, dir, &zone, &signing.policy, now)
-                    .and_then(|state| {
+                let looked =
+                    load_or_adopt(&path, dir, &zone, &signing.policy, now).and_then(|state| {
                         first_keys_fit(&state, &signing.policy, dir, &zone)?;
                         check_key_files(dir, &zone, &state)
                     });
