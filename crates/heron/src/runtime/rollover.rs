@@ -35,6 +35,9 @@ pub const PARENT_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest the driver sleeps with nothing scheduled (it also wakes
 /// after each reload and each `heron ctl ds-seen`).
 const IDLE: Duration = Duration::from_secs(3600);
+/// The longest the driver goes without reading again the state file of
+/// a zone waiting for its parent ([`wake_at`]).
+const WAITING_LOOK: Duration = Duration::from_secs(60);
 /// The shortest time between two rounds: a zone that stays due (its
 /// signing failed) is tried again no faster.
 const LEAST_ROUND: Duration = Duration::from_secs(1);
@@ -284,8 +287,10 @@ pub(crate) async fn drive(
             tokio::time::sleep(LEAST_ROUND).await;
             continue;
         }
-        let wake_at = earliest(next, parents.earliest());
-        sleep_until(wake_at).await;
+        let waiting = zones
+            .iter()
+            .any(|z| z.outlook.as_ref().is_some_and(|o| o.parent.is_some()));
+        sleep_until(wake_at(next, parents.earliest(), waiting, now)).await;
     }
 }
 
@@ -322,6 +327,22 @@ impl Retries {
         }
         self.last_due = due.clone();
     }
+}
+
+/// When the driver looks again: the next key event, the next parent
+/// check, and while a zone waits for its parent at least every
+/// [`WAITING_LOOK`]: its state file is read again then, so that a `heron
+/// keymgr ds-seen` run beside the server (which cannot wake it) is shown
+/// by status and zone-status within that, not after the parent check's
+/// back-off of up to an hour (black-box finding CA-5).
+fn wake_at(
+    next: Option<UnixTime>,
+    parent_check: Option<UnixTime>,
+    waiting: bool,
+    now: UnixTime,
+) -> Option<UnixTime> {
+    let look = waiting.then(|| now + WAITING_LOOK.as_secs());
+    earliest(earliest(next, parent_check), look)
 }
 
 fn earliest(a: Option<UnixTime>, b: Option<UnixTime>) -> Option<UnixTime> {
@@ -871,6 +892,15 @@ mod tests {
 
     /// `heron ctl roll` of a zone going insecure is refused (its keys are
     /// all retiring) and the state file is left as it was.
+    #[test]
+    fn a_zone_waiting_for_its_parent_is_looked_at_every_minute() {
+        let look = WAITING_LOOK.as_secs();
+        assert_eq!(wake_at(None, None, false, 1000), None, "nothing scheduled");
+        assert_eq!(wake_at(None, Some(5000), true, 1000), Some(1000 + look));
+        assert_eq!(wake_at(Some(1010), Some(5000), true, 1000), Some(1010));
+        assert_eq!(wake_at(None, Some(5000), false, 1000), Some(5000));
+    }
+
     #[test]
     fn no_key_rolls_in_a_zone_going_insecure() {
         use heron_dnssec::rollover::state_file::ZoneKeys;
