@@ -390,9 +390,15 @@ mod tests {
         let mut state = ZoneKeys::load(&path).unwrap();
         let mut old = Key::new("k44".into(), 44, 13, Role::Zsk, NOW);
         old.goal = heron_dnssec::rollover::Goal::Hidden;
+        let mut gone = Key::new("k45".into(), 45, 13, Role::Zsk, NOW);
+        gone.goal = heron_dnssec::rollover::Goal::Hidden;
+        old.dnskey.state = heron_dnssec::rollover::State::Omnipresent;
         state.keys.insert(0, old);
+        state.keys.insert(0, gone);
         state.save(&path).unwrap();
         assert_eq!(roll("44"), Err("key 44 is already retiring".to_string()));
+        let removed = "key 45 is retired and removed: nothing left to roll";
+        assert_eq!(roll("45"), Err(removed.to_string()));
         roll("zsk").unwrap();
         let keys = ZoneKeys::load(&path).unwrap().keys;
         let requested: Vec<&str> = (keys.iter())

@@ -329,7 +329,16 @@ pub fn keys_to_roll(keys: &[Key], name: &str) -> Result<Vec<String>, String> {
     let Some(role) = role else {
         let key = find_key(keys, name)?;
         if key.goal == Goal::Hidden {
-            return Err(format!("key {name} is already retiring"));
+            // Every record of a key gone is hidden; one retiring still has
+            // some out (black-box finding CA-7: "already retiring" of a
+            // key removed long ago).
+            let gone = [&key.dnskey, &key.zone_rrsig, &key.ds]
+                .iter()
+                .all(|r| r.state == State::Hidden);
+            return Err(match gone {
+                true => format!("key {name} is retired and removed: nothing left to roll"),
+                false => format!("key {name} is already retiring"),
+            });
         }
         return Ok(vec![key.id.clone()]);
     };

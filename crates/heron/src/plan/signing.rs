@@ -71,11 +71,18 @@ pub fn sign_loaded<Z: Borrow<Zone>>(
     let signed = signed?;
     signed_under().insert(origin.to_lowercase(), signing.clone());
     if policy.insecure && step.keys.is_empty() {
+        // A zone that never had a key did not go insecure: it never was
+        // signed (black-box finding CA-7).
+        let was_signed = previous.is_some_and(|p| p.apex().rrset(RType::DNSKEY).is_some());
         tracing::info!(
             zone = %origin,
             policy = %policy.name,
             serial = signed.zone.serial(),
-            "zone served unsigned: it went insecure, every DNSSEC key is retired"
+            "{}",
+            match was_signed {
+                true => "zone served unsigned: it went insecure, every DNSSEC key is retired",
+                false => "zone served unsigned: its policy is insecure and it has no DNSSEC key",
+            }
         );
         return Ok(signed.zone);
     }
