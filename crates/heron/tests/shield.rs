@@ -382,6 +382,14 @@ fn started_as_root_on_a_low_port_it_drops_to_the_user() {
     let nobody = heron_sys::privileges::user("nobody").unwrap();
     let (uid, gid) = (nobody.uid.to_string(), nobody.gid.to_string());
     let pid = server.pid().unwrap();
+    // The sockets answer from the moment they are bound; the privileges go
+    // just after, before the server says it is ready (the test read a
+    // thread between the two, its groups dropped and its uid not yet).
+    let ready = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        server.log().contains("ready:")
+    });
+    assert!(ready, "{}", server.log());
     // Every thread (UDP workers, the runtime's), not only the main one.
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
     for task in tasks {
