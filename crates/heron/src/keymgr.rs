@@ -91,6 +91,10 @@ pub enum KeymgrCommand {
 }
 
 pub fn run(args: KeymgrArgs) -> ExitCode {
+    if let Some(why) = zone_name_refused(&args.zone) {
+        eprintln!("heron keymgr: {why}");
+        return ExitCode::from(2);
+    }
     let path = args.key_dir.join(file_name(&args.zone));
     let now = heron_proto::time::unix_now();
     // A server signing from the same directory holds it shared while it
@@ -231,6 +235,18 @@ fn remove_key_file(path: &Path, key: &str, id: &str) -> Result<String, String> {
 
 /// Events the offline commands apply need no timings; only `list`
 /// computes times, and it says so when the file has no policy.
+/// Why `zone` is no zone name (an empty label, `z.test..`, say: the
+/// state file's name was made from the text as given, so `a..b` named a
+/// file of its own; black-box finding CA-7).
+fn zone_name_refused(zone: &str) -> Option<String> {
+    let empty_label = zone.trim_end_matches('.').contains("..") || zone.ends_with("..");
+    match heron_proto::Name::parse(zone) {
+        Err(e) => Some(format!("zone '{zone}': {e}")),
+        Ok(_) if empty_label => Some(format!("zone '{zone}': empty label in name")),
+        Ok(_) => None,
+    }
+}
+
 pub(crate) fn placeholder_policy() -> heron_dnssec::rollover::Policy {
     heron_dnssec::rollover::Policy {
         algorithm: 13,
@@ -492,6 +508,19 @@ mod tests {
         let going = step(&Policy::insecure(), NOW + 60);
         assert_eq!(going.keys.len(), 1, "still signed");
         assert_eq!(going.cds, [heron_dnssec::ds::CDS_DELETE.to_vec()]);
+        // Black-box finding CA-7: said as a rollover under way.
+        let refused = generate::generate(&keys, "new.test.", None, None, NOW + 120).unwrap_err();
+        assert!(refused.contains("going insecure"), "{refused}");
+    }
+
+    #[test]
+    fn a_zone_name_with_an_empty_label_is_refused() {
+        for bad in ["z10.test..", "a..b", "a..b.", ".."] {
+            assert!(zone_name_refused(bad).is_some(), "{bad}");
+        }
+        for good in ["z10.test", "z10.test.", ".", "xn--bcher-kva.example"] {
+            assert_eq!(zone_name_refused(good), None, "{good}");
+        }
     }
 
     /// In a zone with a KSK and a ZSK the role is named, and must be one

@@ -67,6 +67,16 @@ pub fn generate(
             policy.algorithm
         ));
     }
+    // Going insecure, every key retires: none is made, and no rollover
+    // is under way (black-box finding CA-7: "a rollover of the zone's
+    // KSK is under way" was said).
+    if state.policy.as_ref().is_some_and(|p| p.insecure) {
+        return Err(
+            "the zone is going insecure (its policy is `insecure`): no key is made while its \
+             keys retire; give the zone a signing policy first"
+                .into(),
+        );
+    }
     if let Some(busy) = rolling(&state.keys, role) {
         // Before the first signing there is no rollover: the key made
         // first is simply waiting to be published.
