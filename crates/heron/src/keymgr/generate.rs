@@ -67,6 +67,36 @@ pub fn generate(
             policy.algorithm
         ));
     }
+    may_generate(&state, role)?;
+    key_state::ensure_private_directory(key_dir)?;
+    let mut key = key_state::generate(key_dir, &zone, KeyRequest { role, algorithm }, now)?;
+    // Its DS is printed for the parent before the zone goes live: it may
+    // be there from now on (black-box finding AY-6).
+    key.ds_offered = state.policy.is_none() && role.signs_keys();
+    let replaced: Vec<u16> = (state.keys.iter())
+        .filter(|k| k.goal == Goal::Omnipresent && covers(role, k.role))
+        .map(|k| k.tag)
+        .collect();
+    let said = describe(key_dir, &origin, &key, &replaced)?;
+    let policy = state
+        .policy
+        .clone()
+        .unwrap_or_else(super::placeholder_policy);
+    let mut machine = Rollover::new(policy, state.keys.clone());
+    machine
+        .handle(Event::KeyAdded(key), now)
+        .map_err(|e| e.to_string())?;
+    let changed = ZoneKeys {
+        keys: machine.keys().to_vec(),
+        ..state
+    };
+    changed.save(&path).map_err(|e| e.to_string())?;
+    Ok(said)
+}
+
+/// Whether a key of `role` may be made now: not while the zone goes
+/// insecure, nor while a rollover of that role is under way.
+fn may_generate(state: &ZoneKeys, role: Role) -> Result<(), String> {
     // Going insecure, every key retires: none is made, and no rollover
     // is under way (black-box finding CA-7: "a rollover of the zone's
     // KSK is under way" was said).
@@ -94,30 +124,7 @@ pub fn generate(
             ),
         });
     }
-    key_state::ensure_private_directory(key_dir)?;
-    let mut key = key_state::generate(key_dir, &zone, KeyRequest { role, algorithm }, now)?;
-    // Its DS is printed for the parent before the zone goes live: it may
-    // be there from now on (black-box finding AY-6).
-    key.ds_offered = state.policy.is_none() && role.signs_keys();
-    let replaced: Vec<u16> = (state.keys.iter())
-        .filter(|k| k.goal == Goal::Omnipresent && covers(role, k.role))
-        .map(|k| k.tag)
-        .collect();
-    let said = describe(key_dir, &origin, &key, &replaced)?;
-    let policy = state
-        .policy
-        .clone()
-        .unwrap_or_else(super::placeholder_policy);
-    let mut machine = Rollover::new(policy, state.keys.clone());
-    machine
-        .handle(Event::KeyAdded(key), now)
-        .map_err(|e| e.to_string())?;
-    let changed = ZoneKeys {
-        keys: machine.keys().to_vec(),
-        ..state
-    };
-    changed.save(&path).map_err(|e| e.to_string())?;
-    Ok(said)
+    Ok(())
 }
 
 /// The role asked, if the zone's policy (as its last signing recorded
