@@ -124,13 +124,15 @@ pub fn zone_text(origin: &Name) -> String {
 
 /// Moves the zone's keys on at `now` under `policy` (the zone's largest
 /// TTL `zone_max_ttl`), generating what the step needs and writing the
-/// state file; what the signing publishes.
-pub fn step(
+/// state file; what the signing publishes. `served`: the version served
+/// now, if any (no key is made over a signed one, [`keys_lost`]).
+pub fn step_over(
     origin: &Name,
     policy: &Policy,
     dir: &Path,
     zone_max_ttl: u32,
     now: UnixTime,
+    served: Option<&heron_zone::Zone>,
 ) -> Result<Step, String> {
     ensure_private_directory(dir)?;
     note_key_directory(dir);
@@ -142,6 +144,7 @@ pub fn step(
     let existed = path.exists();
     let state = load_or_adopt(&path, dir, &zone, policy, now)?;
     first_keys_fit(&state, policy, dir, &zone)?;
+    keys_lost(&state, policy, (dir, &zone, existed), served)?;
     if !existed && !state.keys.is_empty() {
         tracing::info!(
             zone,
@@ -192,6 +195,18 @@ pub fn step(
         });
     }
     Ok(step)
+}
+
+/// [`step_over`] with no version served.
+#[cfg(test)]
+pub fn step(
+    origin: &Name,
+    policy: &Policy,
+    dir: &Path,
+    zone_max_ttl: u32,
+    now: UnixTime,
+) -> Result<Step, String> {
+    step_over(origin, policy, dir, zone_max_ttl, now, None)
 }
 
 /// The retired keys no cache has held for `purge` seconds (0: never, as
@@ -539,42 +554,33 @@ pub fn members_held_for_their_ds<'a>(origins: &[&'a Name]) -> Vec<(&'a Name, Str
     held
 }
 
-/// Why no key may be made for `origin` now: the keys a step would start
-/// from are none (a state file listing no keys, or neither a state file
-/// nor key files: a key directory emptied, unmounted or restored badly)
-/// while `served` is signed, its DNSKEYs perhaps named by the parent's
-/// DS. New keys signing alone would leave that DS without its key, the
-/// zone bogus at every validator at once (black-box finding CA-1: done
-/// without a word). None under a policy going insecure (it makes none).
-pub fn keys_lost(
-    origin: &Name,
+/// Refuses a step that would start from no keys (a state file listing
+/// none, or neither a state file nor key files: a key directory emptied,
+/// unmounted or restored badly) while `served` is signed, its DNSKEYs
+/// perhaps named by the parent's DS. New keys signing alone would leave
+/// that DS without its key, the zone bogus at every validator at once
+/// (black-box finding CA-1: done without a word). A policy going
+/// insecure makes no key.
+fn keys_lost(
+    state: &ZoneKeys,
     policy: &Policy,
-    dir: &Path,
+    (dir, zone, existed): (&Path, &str, bool),
     served: Option<&heron_zone::Zone>,
-) -> Option<String> {
-    let dnskeys = served?.apex().rrset(heron_proto::RType::DNSKEY)?;
-    if policy.insecure {
-        return None;
-    }
-    let zone = zone_text(origin);
-    let none = match read_state(dir, &zone) {
-        Ok(Some(state)) => state.keys.is_empty(),
-        Ok(None) => read_key_files(dir, &zone).is_ok_and(|files| files.is_empty()),
-        Err(_) => false, // the step says why
+) -> Result<(), String> {
+    let dnskeys = served.and_then(|z| z.apex().rrset(RType::DNSKEY));
+    let Some(dnskeys) = dnskeys.filter(|_| state.keys.is_empty() && !policy.insecure) else {
+        return Ok(());
     };
-    if !none {
-        return None;
-    }
     let tags: Vec<String> = (dnskeys.rdatas())
-        .map(|rdata| heron_dnssec::dnskey::key_tag(&rdata).to_string())
+        .map(|rdata| key_tag(&rdata).to_string())
         .collect();
-    Some(format!(
+    Err(format!(
         "the key directory {} holds no key of the zone ({}), but the version served is signed \
          with DNSKEY {}: new keys now would leave the parent's DS without its key, the zone bogus \
          at validators; restore the key directory from a backup, or to start over with new keys \
          anyway (bogus until the parent's DS names them) run heron keymgr -d {} {zone} generate",
         dir.display(),
-        match state_path(dir, &zone).exists() {
+        match existed {
             true => "its state file lists none",
             false => "no state file and no key files",
         },

@@ -41,7 +41,7 @@ pub fn zones_due(
 }
 
 /// Signs `zone`, loaded from its file, under `signing`: the zone's keys
-/// move on through their rollovers first (`key_state::step`: the state
+/// move on through their rollovers first (`key_state::step_over`: the state
 /// file in the key directory, keys generated as the step needs), and the
 /// zone is signed with the step's DNSKEY RRset, signers and CDS/CDNSKEY.
 /// `previous` is the version served now: its signatures over RRsets that
@@ -59,11 +59,15 @@ pub fn sign_loaded<Z: Borrow<Zone>>(
     let policy = &signing.policy;
     let max_ttl = key_state::zone_max_ttl(zone.borrow());
     max_ttls().insert(origin.to_lowercase(), max_ttl);
-    if let Some(why) = key_state::keys_lost(origin, policy, &signing.key_directory, previous) {
-        return Err(vec![format!("zone '{origin}': keys: {why}")]);
-    }
-    let mut step = key_state::step(origin, policy, &signing.key_directory, max_ttl, now)
-        .map_err(|e| vec![format!("zone '{origin}': keys: {e}")])?;
+    let mut step = key_state::step_over(
+        origin,
+        policy,
+        &signing.key_directory,
+        max_ttl,
+        now,
+        previous,
+    )
+    .map_err(|e| vec![format!("zone '{origin}': keys: {e}")])?;
     let signed = sign_step(zone, previous, signing, &step, now);
     if signed.is_err() {
         key_state::undo(&mut step);
@@ -143,11 +147,15 @@ pub fn keys_moved(served: &Zone, signing: &Signing) -> Result<bool, Vec<String>>
     let max_ttl = max_ttls().get(&origin.to_lowercase()).copied();
     let max_ttl = max_ttl.unwrap_or_else(|| key_state::zone_max_ttl(served));
     let now = heron_proto::time::unix_now();
-    if let Some(why) = key_state::keys_lost(origin, policy, &signing.key_directory, Some(served)) {
-        return Err(vec![format!("zone '{origin}': keys: {why}")]);
-    }
-    let step = key_state::step(origin, policy, &signing.key_directory, max_ttl, now)
-        .map_err(|e| vec![format!("zone '{origin}': keys: {e}")])?;
+    let step = key_state::step_over(
+        origin,
+        policy,
+        &signing.key_directory,
+        max_ttl,
+        now,
+        Some(served),
+    )
+    .map_err(|e| vec![format!("zone '{origin}': keys: {e}")])?;
     let apex = served.apex();
     let sorted = |mut v: Vec<Vec<u8>>| {
         v.sort();
@@ -233,11 +241,15 @@ pub fn sign_change(
         ttl
     };
     let fail = |e: String| vec![format!("zone '{origin}': {e}")];
-    if let Some(why) = key_state::keys_lost(origin, policy, &signing.key_directory, Some(served)) {
-        return Err(fail(format!("keys: {why}")));
-    }
-    let mut step = key_state::step(origin, policy, &signing.key_directory, max_ttl, now)
-        .map_err(|e| fail(format!("keys: {e}")))?;
+    let mut step = key_state::step_over(
+        origin,
+        policy,
+        &signing.key_directory,
+        max_ttl,
+        now,
+        Some(served),
+    )
+    .map_err(|e| fail(format!("keys: {e}")))?;
     if key_state::with_cds(updated, &step, policy.cds_ttl)
         .map_err(fail)?
         .is_some()

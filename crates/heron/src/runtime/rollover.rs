@@ -1,7 +1,7 @@
 //! The rollover driver: one task that wakes at the earliest time any
 //! signed zone's keys move (`plan::rollover::outlook` over each zone's
 //! state file), signs those zones again (a forced reload of them: the
-//! signing moves the keys, `plan::key_state::step`), asks the parent's
+//! signing moves the keys, `plan::key_state::step_over`), asks the parent's
 //! name servers for the DS RRset while a step waits for it, and keeps
 //! what `heron ctl zone-status`, `heron ctl keys` and the metric
 //! `heron_dnssec_ds_waiting` show.
