@@ -171,6 +171,15 @@ impl Conn {
         (self.later.is_none() && !exempt).then_some(self.opened)
     }
 
+    /// The client network the per-client limit counts this connection
+    /// against; None for an address it does not apply to (a secondary).
+    pub(super) fn counted_client(&self) -> Option<IpAddr> {
+        match self._slot.counted {
+            super::super::limits::Counted::Network(client) => Some(client),
+            super::super::limits::Counted::Exempt(_) => None,
+        }
+    }
+
     fn from(&self) -> From {
         let transport = match self.tls {
             Some(_) => Transport::Tls,

@@ -369,14 +369,10 @@ fn connect_from(from: &str, addr: SocketAddr) -> std::net::TcpStream {
     socket.into()
 }
 
-/// At the total limit with no connection idle (each keeps a message
-/// begun), a client holding fewer connections gets a slot: the one open
-/// the longest of the client holding the most makes room. A client never
-/// sheds its own, nor an equal's (black-box finding CC-1: connections that
-/// always had half a message sent were never shed, and every new client
-/// was refused for as long as they kept on).
-#[test]
-fn at_the_total_limit_a_client_holding_fewer_takes_a_busy_slot() {
+/// One loop taking at most 3 connections, clients counted by /24, and a
+/// way to open a connection from an address with a message begun (not
+/// idle), given to `f` with the loop's address.
+fn with_busy_clients(f: impl FnOnce(SocketAddr, &dyn Fn(&str) -> std::net::TcpStream)) {
     use std::io::Write;
     let limits = TcpLimits {
         max_connections: 3,
@@ -392,6 +388,19 @@ fn at_the_total_limit_a_client_holding_fewer_takes_a_busy_slot() {
             std::thread::sleep(Duration::from_millis(50));
             conn
         };
+        f(addr, &begun);
+    });
+}
+
+/// At the total limit with no connection idle (each keeps a message
+/// begun), a client holding fewer connections gets a slot: the one open
+/// the longest of the client holding the most makes room. A client never
+/// sheds its own, nor an equal's (black-box finding CC-1: connections that
+/// always had half a message sent were never shed, and every new client
+/// was refused for as long as they kept on).
+#[test]
+fn at_the_total_limit_a_client_holding_fewer_takes_a_busy_slot() {
+    with_busy_clients(|addr, begun| {
         let mut held = [begun("127.0.1.1"), begun("127.0.1.2")];
         let mut other = begun("127.0.2.1");
         // The client holding two has no more room than its own.
@@ -409,6 +418,24 @@ fn at_the_total_limit_a_client_holding_fewer_takes_a_busy_slot() {
         let mut fourth = connect_from("127.0.4.1", addr);
         assert!(closed_within(&mut fourth, wait), "no client holds more");
         assert!(!closed_within(&mut newcomer, Duration::from_millis(300)));
+    });
+}
+
+/// The count of what each client holds goes down when a client closes a
+/// connection itself, not only when one is shed: a client that held two
+/// and closed one holds one, as much as a newcomer would, so it is not
+/// shed for it.
+#[test]
+fn a_client_that_closed_a_connection_holds_one_fewer_at_the_limit() {
+    with_busy_clients(|addr, begun| {
+        let mut kept = begun("127.0.1.1");
+        drop(begun("127.0.1.2")); // the client's second, closed by it
+        let _other = begun("127.0.2.1");
+        let _third = begun("127.0.5.1");
+        let mut newcomer = connect_from("127.0.3.1", addr);
+        let wait = Duration::from_secs(2);
+        assert!(closed_within(&mut newcomer, wait), "every client holds one");
+        assert!(!closed_within(&mut kept, Duration::from_millis(300)));
     });
 }
 
