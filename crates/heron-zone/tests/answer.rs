@@ -460,6 +460,75 @@ fn referrals_at_and_below_delegations() {
     assert!(!aa(&m) && m.answers.is_empty());
 }
 
+/// A referral's required glue (an in-domain name server's address, RFC
+/// 9471) goes into the additional section before optional addresses (a
+/// sibling name server's, in the zone but outside the cut): written in NS
+/// order, the siblings' addresses filled 512 octets and the glue did not
+/// fit, so a referral that fits was truncated (black-box finding DA-1).
+#[test]
+fn required_glue_goes_before_sibling_addresses() {
+    let mut zone = String::from(
+        "$ORIGIN r.test.\n$TTL 3600\n@ SOA ns hostmaster 1 7200 3600 1209600 300\n\
+         @ NS ns\nns A 192.0.2.1\n",
+    );
+    for i in 0..6 {
+        zone += &format!("ord NS s{i}.sibling\ns{i}.sibling A 192.0.2.{}\n", 10 + i);
+        for j in 1..4 {
+            zone += &format!("s{i}.sibling AAAA 2001:db8::{i}:{j}\n");
+        }
+    }
+    zone += "ord NS zz.ord\nzz.ord A 192.0.2.99\n";
+    let origin = Name::parse("r.test").unwrap();
+    let loaded = load_zone_str(&zone, "r.test.zone", &origin).expect("zone loads");
+    let mut cat = Catalog::new();
+    cat.insert(loaded.zone);
+    for query in [
+        q("x.ord.r.test", RType::A),
+        q("x.ord.r.test", RType::A).edns(512, 0, false),
+    ] {
+        let (m, raw) = ask_with(&cat, &AnswerConfig::default(), &query);
+        assert!(!m.header.has(flags::TC), "fits: {} octets", raw.len());
+        assert_eq!(m.authority.len(), 7);
+        let glue = texts(&m.additional);
+        assert!(
+            glue.contains(&"zz.ord.r.test. 3600 in a 192.0.2.99".to_string()),
+            "{glue:?}"
+        );
+        assert!(raw.len() <= 512);
+    }
+}
+
+/// A wildcard CNAME whose target its own wildcard matches: the CNAME
+/// synthesized for the target is written too, then the chain ends, as NSD
+/// and Knot answer (black-box finding DA-3: Heron stopped a step earlier,
+/// a difference `heron compare` reported that no operator could remove).
+#[test]
+fn a_wildcard_cname_into_its_own_wildcard_ends_at_the_name_met_again() {
+    const ZONE: &str = "$ORIGIN w.test.\n$TTL 3600\n\
+        @ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\
+        *.wcl CNAME x.wcl\n*.two CNAME a.two\n";
+    let origin = Name::parse("w.test").unwrap();
+    let loaded = load_zone_str(ZONE, "w.test.zone", &origin).expect("zone loads");
+    let mut cat = Catalog::new();
+    cat.insert(loaded.zone);
+    let ask = |name: &str| ask_with(&cat, &AnswerConfig::default(), &q(name, RType::A)).0;
+    let m = ask("foo.wcl.w.test");
+    assert_eq!(m.rcode(), Rcode::NOERROR);
+    assert_eq!(
+        texts(&m.answers),
+        [
+            "foo.wcl.w.test. 3600 in cname x.wcl.w.test.",
+            "x.wcl.w.test. 3600 in cname x.wcl.w.test.",
+        ]
+    );
+    // Asked for the target itself: one CNAME, to itself.
+    let m = ask("a.two.w.test");
+    assert_eq!(
+        texts(&m.answers),
+        ["a.two.w.test. 3600 in cname a.two.w.test."]
+    );
+}
+
 #[test]
 fn ds_is_answered_by_the_parent() {
     let m = ask(q("sub.example.test", RType::DS));

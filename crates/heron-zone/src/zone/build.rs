@@ -1859,27 +1859,34 @@ pub(super) fn additional_block(
     let mut seen = SeenTargets::default();
     let mut optional = 0;
     let mut lower = NameBuf::new();
-    for (k, rd) in set.rdatas.iter().enumerate() {
-        let Some(target) = rdata::names_for_additional(set.rtype, rd) else {
-            continue;
-        };
-        // Glue for a name server inside the delegated zone is required
-        // (RFC 9471), all of it: without it the referral cannot be
-        // followed (black-box finding BI-1: only 16 names' glue was given,
-        // and no TC). Other addresses are optional.
-        let required = delegation && ends_with_name(target, owner.as_wire());
-        if (!required && optional == MAX_ADDITIONAL_TARGETS) || seen.holds(target) {
-            continue;
-        }
-        lower.set(target);
-        lower.make_lowercase();
-        let at = encoded.name_position(k, name_offset);
-        let found = addresses(lower.as_wire(), &mut |set, sigs| {
-            block.push(at, set, sigs, required);
-        });
-        if found {
-            seen.add(target, lower.as_wire());
-            optional += usize::from(!required);
+    // Required glue first: optional addresses ahead of it took the room
+    // it needed, and a referral that fits was truncated (black-box
+    // finding DA-1; Knot writes in-domain glue first too).
+    let passes: &[bool] = if delegation { &[true, false] } else { &[false] };
+    for &pass in passes {
+        for (k, rd) in set.rdatas.iter().enumerate() {
+            let Some(target) = rdata::names_for_additional(set.rtype, rd) else {
+                continue;
+            };
+            // Glue for a name server inside the delegated zone is required
+            // (RFC 9471), all of it: without it the referral cannot be
+            // followed (black-box finding BI-1: only 16 names' glue was
+            // given, and no TC). Other addresses are optional.
+            let required = delegation && ends_with_name(target, owner.as_wire());
+            let room = required || optional < MAX_ADDITIONAL_TARGETS;
+            if required != pass || !room || seen.holds(target) {
+                continue;
+            }
+            lower.set(target);
+            lower.make_lowercase();
+            let at = encoded.name_position(k, name_offset);
+            let found = addresses(lower.as_wire(), &mut |set, sigs| {
+                block.push(at, set, sigs, required);
+            });
+            if found {
+                seen.add(target, lower.as_wire());
+                optional += usize::from(!required);
+            }
         }
     }
     block
