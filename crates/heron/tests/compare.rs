@@ -213,6 +213,46 @@ fn a_name_only_the_old_server_serves_is_found_by_its_axfr() {
     assert!(text.contains("are not looked for"), "{text}");
 }
 
+/// A zone whose AXFR the old server refuses does not end the search: the
+/// next zone's transfer is still tried and its name only the old server
+/// serves found, and the refused zone is named (black-box finding DB-1:
+/// the first refusal ended the search for every zone after it, and a
+/// record missing from Heron's copy of those went unreported, exit 0).
+#[test]
+fn a_refused_axfr_does_not_end_the_search_in_the_other_zones() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = |extra: &str| {
+        format!(
+            "$ORIGIN other.test.\n$TTL 300\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n{extra}"
+        )
+    };
+    let (ours, theirs) = (dir.path().join("ours.zone"), dir.path().join("theirs.zone"));
+    std::fs::write(&ours, other("")).unwrap();
+    std::fs::write(&theirs, other("onlyold A 192.0.2.99\n")).unwrap();
+    let old = ServerProcess::heron_with_config(
+        std::path::Path::new(env!("CARGO_BIN_EXE_heron")),
+        ORIGIN,
+        |port| {
+            format!(
+                "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+                 [[zone]]\norigin = \"{ORIGIN}\"\nfile = \"{}\"\n\
+                 [[zone]]\norigin = \"other.test\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.1\"]\n",
+                zone_file().display(),
+                theirs.display()
+            )
+        },
+    );
+    let second = format!("other.test={}", ours.display());
+    let (code, text) = compare(old.addr(), &zone_file(), &["--zone", &second]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("onlyold.other.test"), "{text}");
+    assert!(text.contains("not looked for in 1 of the zones"), "{text}");
+    assert!(
+        text.contains("edge.test. (the transfer was answered REFUSED)"),
+        "{text}"
+    );
+}
+
 /// An old server that transfers only with TSIG (as every setup `heron
 /// import` translated does): the AXFR is signed with `--tsig-key`, a key
 /// of `--config`, and the name only the old server serves is found;

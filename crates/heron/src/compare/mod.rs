@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use clap::Args;
+use heron_proto::Name;
 use heron_server::processor::Processor;
 use heron_xfr::journal::DEFAULT_MAX_BYTES;
 use heron_xfr::primary::Primary;
@@ -179,9 +180,11 @@ fn run_to(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> io::R
 }
 
 /// Probes for what only the old server's copies hold, from their AXFR.
-/// The first transfer that fails ends the search, said once: an old
-/// server that refuses one refuses them all, and each try costs a
-/// connection.
+/// Every zone is tried: an old server may refuse one zone and transfer
+/// the next (black-box finding DB-1: the first refusal ended the search,
+/// and the zones after it went unchecked with nothing said of them). One
+/// that does not answer over TCP at all ends it: the other zones would
+/// only wait as long each.
 fn add_old_only(
     args: &CompareArgs,
     (zones, keys): (&[Arc<Zone>], &TransferKeys),
@@ -189,8 +192,8 @@ fn add_old_only(
     err: &mut dyn Write,
 ) -> io::Result<()> {
     let timeout = Duration::from_millis(args.timeout * 4);
-    let mut found = 0;
-    for zone in zones {
+    let (mut found, mut failed, mut untried) = (0, Vec::new(), &zones[..0]);
+    for (i, zone) in zones.iter().enumerate() {
         let key = keys.of(zone.origin());
         match old_names::only_old(args.against, zone, (timeout, key)) {
             Ok(names) => {
@@ -202,19 +205,49 @@ fn add_old_only(
                     kind: probes::Kind::OldOnly,
                 }));
             }
-            Err(why) => {
-                return writeln!(
-                    err,
-                    "names only the old server serves are not looked for: its AXFR of {} failed ({why}); \
-                     let this host transfer the zones from it (or sign the transfer: --tsig-key NAME) to have them compared",
-                    zone.origin()
-                );
+            Err(failure) => {
+                failed.push((zone.origin().clone(), failure.why));
+                if failure.silent {
+                    untried = &zones[i + 1..];
+                    break;
+                }
             }
         }
     }
+    say_not_looked_for(&failed, untried, err)?;
     writeln!(
         err,
         "{found} owner and type pairs only the old server's copies hold, asked too"
+    )
+}
+
+/// The zones whose names only the old server serves were not looked for:
+/// those whose AXFR `failed` (and why), and those `untried` after an old
+/// server that did not answer. The first few are named, all counted.
+fn say_not_looked_for(
+    failed: &[(Name, String)],
+    untried: &[Arc<Zone>],
+    err: &mut dyn Write,
+) -> io::Result<()> {
+    if failed.is_empty() {
+        return Ok(());
+    }
+    const NAMED: usize = 10;
+    let mut named: Vec<String> = (failed.iter().take(NAMED))
+        .map(|(zone, why)| format!("{zone} ({why})"))
+        .collect();
+    let count = failed.len() + untried.len();
+    let room = NAMED.saturating_sub(named.len());
+    named.extend((untried.iter().take(room)).map(|z| format!("{} (not tried)", z.origin())));
+    let more = match count.saturating_sub(named.len()) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    writeln!(
+        err,
+        "names only the old server serves are not looked for in {count} of the zones, whose AXFR failed: {}{more}; \
+         let this host transfer the zones from it (or sign the transfer: --tsig-key NAME) to have them compared",
+        named.join(", ")
     )
 }
 

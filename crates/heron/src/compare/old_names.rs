@@ -6,7 +6,7 @@
 //! not.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,28 @@ const MAX_RECORDS: usize = 10_000_000;
 /// How long a whole transfer may take.
 const MAX_TIME: Duration = Duration::from_secs(300);
 
+/// How long a transfer may go without a byte (at least; `--timeout`
+/// times four when longer): a server that takes the connection and never
+/// answers is given up at this, not at [`MAX_TIME`] (black-box finding
+/// DB-2: compare hung silently for five minutes).
+const SILENCE: Duration = Duration::from_secs(10);
+
+/// Why a zone's transfer could not be had.
+#[derive(Debug)]
+pub struct Failed {
+    pub why: String,
+    /// The old server did not take or answer the connection at all: the
+    /// other zones' transfers would only wait for it as long.
+    pub silent: bool,
+}
+
+impl Failed {
+    fn answered(why: impl Into<String>) -> Failed {
+        let why = why.into();
+        Failed { why, silent: false }
+    }
+}
+
 /// The owners and types the old server's copy of `zone` holds that Heron's
 /// lacks (RRSIG and NSEC3 left out: they are asked with the data they
 /// cover, and nobody asks an NSEC3 owner); an error saying why when the
@@ -30,8 +52,9 @@ pub fn only_old(
     server: SocketAddr,
     zone: &Zone,
     (timeout, key): (Duration, Option<&Key>),
-) -> Result<Vec<(Name, RType)>, String> {
-    let held = transferred(server, (zone.origin(), key), timeout, MAX_TIME)?;
+) -> Result<Vec<(Name, RType)>, Failed> {
+    let bounds = (timeout, timeout.max(SILENCE), MAX_TIME);
+    let held = transferred(server, (zone.origin(), key), bounds)?;
     let missing = held.into_iter().filter(|(owner, rtype)| {
         let lower = owner.to_lowercase();
         let node = zone.node(lower.as_wire());
@@ -40,37 +63,45 @@ pub fn only_old(
     Ok(missing.collect())
 }
 
-/// The owners and types of `origin` as `server` transfers it, within
-/// `max_time` in all; the query signed with `key`, if given, and every
+/// The owners and types of `origin` as `server` transfers it: connected
+/// within `timeout`, no gap of `silence`, `max_time` in all; the query signed with `key`, if given, and every
 /// message of the answer checked against it.
 fn transferred(
     server: SocketAddr,
     (origin, key): (&Name, Option<&Key>),
-    timeout: Duration,
-    max_time: Duration,
-) -> Result<BTreeSet<(Name, RType)>, String> {
-    let mut stream = TcpStream::connect_timeout(&server, timeout).map_err(|e| e.to_string())?;
+    (timeout, silence, max_time): (Duration, Duration, Duration),
+) -> Result<BTreeSet<(Name, RType)>, Failed> {
+    let silent = |e: std::io::Error| Failed {
+        why: e.to_string(),
+        silent: true,
+    };
+    let mut stream = TcpStream::connect_timeout(&server, timeout).map_err(silent)?;
     let (query, mut verifier) = signed_query(origin, key);
-    stream.write_all(&query).map_err(|e| e.to_string())?;
+    stream.write_all(&query).map_err(silent)?;
     // The whole transfer by one deadline: a server trickling bytes does
     // not hold compare up a read timeout at a time.
     let deadline = Instant::now() + max_time;
     let (mut held, mut soas, mut records) = (BTreeSet::new(), 0, 0);
     while soas < 2 {
         if records > MAX_RECORDS {
-            return Err("the transfer did not end within its bounds".into());
+            return Err(Failed::answered(
+                "the transfer did not end within its bounds",
+            ));
         }
-        let (raw, message) = read_message(&mut stream, deadline)?;
+        let (raw, message) = read_message(&mut stream, deadline, silence, records == 0)?;
         if let Some(verifier) = verifier.as_mut() {
             let now = heron_proto::time::unix_now();
-            (verifier.verify(&raw, now)).map_err(|e| format!("the transfer's TSIG: {e:?}"))?;
+            let verified = verifier.verify(&raw, now);
+            verified.map_err(|e| Failed::answered(format!("the transfer's TSIG: {e:?}")))?;
         }
         let rcode = message.rcode();
         if rcode != Rcode::NOERROR {
-            return Err(format!("the transfer was answered {rcode}"));
+            return Err(Failed::answered(format!(
+                "the transfer was answered {rcode}"
+            )));
         }
         if message.answers.is_empty() {
-            return Err("a transfer message without records".into());
+            return Err(Failed::answered("a transfer message without records"));
         }
         for record in message.answers {
             records += 1;
@@ -115,32 +146,63 @@ fn axfr_message(origin: &Name) -> Vec<u8> {
     message
 }
 
-fn read_message(stream: &mut TcpStream, deadline: Instant) -> Result<(Vec<u8>, Message), String> {
+/// The next message, read before `deadline` with no gap longer than
+/// `silence`; a server quiet that long before its `first` message is
+/// `silent`.
+fn read_message(
+    stream: &mut TcpStream,
+    deadline: Instant,
+    silence: Duration,
+    first: bool,
+) -> Result<(Vec<u8>, Message), Failed> {
     let mut length = [0u8; 2];
-    read_by(stream, &mut length, deadline)?;
+    read_by(stream, &mut length, (deadline, silence)).map_err(|failed| Failed {
+        silent: first && failed.silent,
+        ..failed
+    })?;
     let mut raw = vec![0u8; u16::from_be_bytes(length) as usize];
-    read_by(stream, &mut raw, deadline)?;
+    let read = read_by(stream, &mut raw, (deadline, silence));
+    read.map_err(|failed| Failed::answered(failed.why))?;
     let message = Message::parse(&raw)
-        .map_err(|e| format!("a transfer message that does not parse: {e:?}"))?;
+        .map_err(|e| Failed::answered(format!("a transfer message that does not parse: {e:?}")))?;
     Ok((raw, message))
 }
 
-/// Fills `buf` from `stream` before `deadline`, however the bytes come.
-fn read_by(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Result<(), String> {
+/// Fills `buf` from `stream` before `deadline`, however the bytes come,
+/// each read within `silence` (else `silent`).
+fn read_by(
+    stream: &mut TcpStream,
+    buf: &mut [u8],
+    (deadline, silence): (Instant, Duration),
+) -> Result<(), Failed> {
     let mut filled = 0;
     while filled < buf.len() {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err("the transfer did not end within its bounds".into());
+            return Err(Failed::answered(
+                "the transfer did not end within its bounds",
+            ));
         }
-        stream
-            .set_read_timeout(Some(left))
-            .map_err(|e| e.to_string())?;
+        let set = stream.set_read_timeout(Some(left.min(silence)));
+        set.map_err(|e| Failed::answered(e.to_string()))?;
         match stream.read(&mut buf[filled..]) {
-            Ok(0) => return Err("reading the transfer: the connection closed".into()),
+            Ok(0) => {
+                return Err(Failed::answered(
+                    "reading the transfer: the connection closed",
+                ));
+            }
             Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("reading the transfer: {e}")),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if left <= silence {
+                    return Err(Failed::answered(
+                        "the transfer did not end within its bounds",
+                    ));
+                }
+                let why = format!("no answer within {:.0} s", silence.as_secs_f64());
+                return Err(Failed { why, silent: true });
+            }
+            Err(e) => return Err(Failed::answered(format!("reading the transfer: {e}"))),
         }
     }
     Ok(())
@@ -226,13 +288,32 @@ mod tests {
         let origin = Name::parse("o.test").unwrap();
         let started = Instant::now();
         let max = Duration::from_millis(400);
-        let got = transferred(addr, (&origin, None), Duration::from_secs(1), max);
-        assert!(got.is_err());
+        let bounds = (Duration::from_secs(1), Duration::from_secs(1), max);
+        let failed = transferred(addr, (&origin, None), bounds).unwrap_err();
+        assert!(!failed.silent, "it answered: {failed:?}");
         assert!(
             started.elapsed() < Duration::from_secs(3),
             "{:?}",
             started.elapsed()
         );
+    }
+
+    /// A server that takes the connection and never answers is given up
+    /// after a silence, not at the transfer's deadline, and said silent
+    /// (black-box finding DB-2: compare hung for five minutes, saying
+    /// nothing).
+    #[test]
+    fn a_server_that_never_answers_is_given_up_after_a_silence() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let held = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
+        let origin = Name::parse("o.test").unwrap();
+        let silence = Duration::from_millis(300);
+        let bounds = (Duration::from_secs(1), silence, Duration::from_secs(300));
+        let failed = transferred(addr, (&origin, None), bounds).unwrap_err();
+        assert!(failed.silent, "{failed:?}");
+        assert!(failed.why.contains("no answer within"), "{failed:?}");
+        drop(held.join());
     }
 
     #[test]
