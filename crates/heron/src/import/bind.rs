@@ -449,7 +449,8 @@ impl Interpreter<'_> {
         self.out.identity = Some(text.to_string());
         let hostname_said = match hostname.and_then(|h| h.arg(1)) {
             Some(h) if h == text => return,
-            Some("none") => "REFUSED (hostname none)".to_string(),
+            // named 9.18: NOERROR and no answer (black-box finding DB-10).
+            Some("none") => "with no answer (hostname none)".to_string(),
             Some(h) => format!("\"{h}\""),
             None => "the host name (BIND's default)".to_string(),
         };
@@ -488,13 +489,20 @@ impl Interpreter<'_> {
         let matched = self.aml_elements(list.children(), what, 0);
         if matched.stopped && matched.rules.is_empty() {
             // `{ !192.0.2.66; any; }`: more than narrower, nothing is left.
-            self.out.untranslated(
-                list.loc(),
-                format!("{what} (as translated: empty)"),
-                "nothing of this list is left, so Heron refuses every request it governs \
-                 (an allow-query so cut answers no query at all): list the allowed addresses, \
-                 or put the denied ones in [server] blackhole",
-            );
+            // An exempt list lets through; the others allow (DB-10).
+            let advice = match what {
+                "exempt-clients" => {
+                    "nothing of this list is left, so no client is exempt \
+                                     from rate limiting: list the exempt addresses"
+                }
+                _ => {
+                    "nothing of this list is left, so Heron refuses every request it governs \
+                      (an allow-query so cut answers no query at all): list the allowed addresses, \
+                      or put the denied ones in [server] blackhole"
+                }
+            };
+            let setting = format!("{what} (as translated: empty)");
+            self.out.untranslated(list.loc(), setting, advice);
         }
         let mut rules = matched.rules;
         rules.dedup();
@@ -545,8 +553,10 @@ impl Interpreter<'_> {
                 super::defined_key(&self.keys, key).map(String::as_str),
             )),
             ("localhost", None) => {
-                self.say_once("localhost", e.loc(), &format!("{what} {{ localhost; }}"), "BIND's localhost is every address of this host; written as 127.0.0.0/8 and ::1");
-                plain(vec![rule("127.0.0.0/8", None), rule("::1", None)])
+                // Narrower, never wider: the host's loopback addresses,
+                // not all of 127/8 (black-box finding DB-3).
+                self.say_once("localhost", e.loc(), &format!("{what} {{ localhost; }}"), "BIND's localhost is every address of this host's interfaces; written as 127.0.0.1 and ::1: add the host's other addresses by hand where they are needed");
+                plain(vec![rule("127.0.0.1", None), rule("::1", None)])
             }
             (name, None) if self.acls.contains_key(name) => {
                 if depth >= MAX_LIST_DEPTH {
@@ -621,7 +631,7 @@ impl Interpreter<'_> {
             // BIND matches blackhole by address alone: no key matches.
             ("none", None) | ("key", Some(_)) => Vec::new(),
             ("localhost", None) => {
-                self.say_once("localhost", e.loc(), "blackhole { localhost; }", "BIND's localhost is every address of this host; written as 127.0.0.0/8 and ::1");
+                self.say_once("blackhole localhost", e.loc(), "blackhole { localhost; }", "BIND's localhost is every address of this host's interfaces; written as 127.0.0.0/8 and ::1 (the loopback addresses, the host's others left to add by hand)");
                 vec![p("127.0.0.0/8"), p("::1")]
             }
             (name, None) if self.acls.contains_key(name) && depth < MAX_LIST_DEPTH => {
@@ -2038,6 +2048,46 @@ mod tests {
         assert_eq!(said.map(|n| n.loc.line), Some(2));
     }
 
+    /// BIND's `localhost` in an allow list is written as the loopback
+    /// addresses alone, narrower than BIND (which also matches the host's
+    /// other addresses), never wider: all of 127/8 let 127.0.0.5 transfer
+    /// a zone BIND refused it (black-box finding DB-3). In a blackhole,
+    /// where wider is the safe side, all of 127/8 stays.
+    #[test]
+    fn localhost_is_the_loopback_addresses_in_an_allow_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "options { blackhole { localhost; }; };
+                    zone \"t.test\" { type primary; file \"t\"; allow-transfer { localhost; }; };\n";
+        let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
+        let acl: Vec<String> = got.zones[0]
+            .allow_transfer
+            .iter()
+            .map(Rule::heron)
+            .collect();
+        assert_eq!(acl, ["127.0.0.1", "::1"]);
+        let said = (got.notes.iter()).find(|n| n.setting.contains("allow-transfer"));
+        assert!(
+            said.is_some_and(|n| n.advice.contains("by hand")),
+            "{:?}",
+            got.notes
+        );
+        let blackhole: Vec<String> = got.blackhole.iter().map(|p| p.to_string()).collect();
+        assert_eq!(blackhole, ["127.0.0.0/8", "::1"]);
+    }
+
+    /// An exempt list cut to nothing exempts nobody: said so, not that
+    /// every request is refused (black-box finding DB-10).
+    #[test]
+    fn an_exempt_list_cut_to_nothing_is_said_to_exempt_nobody() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "options { rate-limit { responses-per-second 5;\n\
+                    \x20 exempt-clients { !127.0.0.1; any; }; }; };\n";
+        let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
+        let said = (got.notes.iter()).find(|n| n.setting.contains("exempt-clients (as"));
+        let advice = said.map(|n| n.advice.as_str()).unwrap_or_default();
+        assert!(advice.contains("no client is exempt"), "{:?}", got.notes);
+    }
+
     /// `server-id` is what BIND answers id.server with: Heron answers it
     /// with identity, so identity takes it (and NSID), and the
     /// hostname.bind answer that then differs is listed.
@@ -2049,7 +2099,7 @@ mod tests {
                 "\"ns3.example\"",
             ),
             ("server-id \"ns3-id\";", "the host name"),
-            ("hostname none; server-id \"ns3-id\";", "REFUSED"),
+            ("hostname none; server-id \"ns3-id\";", "with no answer"),
         ];
         for (options, hostname_said) in cases {
             let dir = tempfile::tempdir().unwrap();
