@@ -515,7 +515,16 @@ fn summary(imported: &Imported, output: &Path) -> String {
         ));
     }
     if !imported.keys.is_empty() {
-        text.push_str("; the file holds TSIG secrets and is readable by its owner only");
+        // Said as it is: a file replaced keeps its mode (DB-5).
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(output).map_or(0o600, |m| m.permissions().mode() & 0o777);
+        let readers = match mode & 0o070 {
+            0 => "its owner only".to_string(),
+            _ => format!("its owner and group (mode {mode:o})"),
+        };
+        text.push_str(&format!(
+            "; the file holds TSIG secrets and is readable by {readers}"
+        ));
     }
     text
 }

@@ -338,21 +338,35 @@ pub fn quote(text: &str) -> String {
 }
 
 /// Writes `text` to `path`: new files only unless `force`, readable by
-/// the owner alone when it holds TSIG secrets.
+/// the owner alone when it holds TSIG secrets. A file replaced (`force`)
+/// keeps its group and mode, less any access for others when it holds
+/// secrets: an operator who gave it to the server's group (`chmod 640`)
+/// keeps a file the server can read (black-box finding DB-5: it was set
+/// to 0600 again).
 pub fn write_file(path: &Path, text: &str, secret: bool, force: bool) -> std::io::Result<()> {
     use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let mut options = std::fs::OpenOptions::new();
     options.write(true).mode(if secret { 0o600 } else { 0o644 });
+    let replaced = match force {
+        true => std::fs::metadata(path)
+            .ok()
+            .map(|m| m.permissions().mode() & 0o7777),
+        false => None,
+    };
     if force {
         options.create(true).truncate(true);
     } else {
         options.create_new(true);
     }
     let mut file = options.open(path)?;
-    if secret {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    let mode = match (replaced, secret) {
+        (Some(mode), true) => Some(mode & !0o007),
+        (None, true) => Some(0o600),
+        (_, false) => None,
+    };
+    if let Some(mode) = mode {
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
     }
     file.write_all(text.as_bytes())?;
     file.sync_all()
@@ -361,6 +375,32 @@ pub fn write_file(path: &Path, text: &str, secret: bool, force: bool) -> std::io
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file replaced with `--force` keeps the mode the operator gave it
+    /// (for the server's group), less access for others when it holds
+    /// secrets; a new one holding secrets is the owner's alone.
+    #[test]
+    fn a_replaced_file_keeps_its_mode_less_others_when_it_holds_secrets() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("heron.toml");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        write_file(&path, "a = 1\n", true, false).unwrap();
+        assert_eq!(mode(&path), 0o600);
+        assert!(
+            write_file(&path, "a = 2\n", true, false).is_err(),
+            "not without force"
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_file(&path, "a = 3\n", true, true).unwrap();
+        assert_eq!(mode(&path), 0o640);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a = 3\n");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_file(&path, "a = 4\n", true, true).unwrap();
+        assert_eq!(mode(&path), 0o640, "no secret readable by others");
+        write_file(&path, "a = 5\n", false, true).unwrap();
+        assert_eq!(mode(&path), 0o640, "kept");
+    }
 
     #[test]
     fn strings_are_quoted_so_that_toml_reads_them_back() {
