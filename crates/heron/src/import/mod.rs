@@ -133,27 +133,49 @@ fn finish(config: &mut Imported) {
         }
     }
     let mut notes = Vec::new();
+    let mut to_do = Vec::new();
     for zone in &mut config.zones {
         let Some(file) = &zone.file else { continue };
         let journal = PathBuf::from(format!("{}.jnl", file.display()));
         // Heron's own journal (Heron ran beside the old server on its
         // files, and the import runs again) is Heron's to keep.
         let others = heron_xfr::journal::file::holds_other_data(&journal).unwrap_or(true);
-        if !zone.journal_off && !zone.allow_transfer.is_empty() && journal.exists() && others {
+        if zone.journal_off || !journal.exists() || !others {
+            continue;
+        }
+        let Some(loc) = zone.loc.clone() else {
+            continue;
+        };
+        let setting = format!("zone {}: journal {}", zone.origin, journal.display());
+        if !zone.allow_update.is_empty() {
+            // Updates need the journal on disk (`journal = false` is an
+            // error with allow-update), and Heron never writes over
+            // another server's file: the zone's updates fail until it is
+            // moved (black-box finding DB-6: nothing was said).
+            to_do.push((loc, setting));
+        } else if !zone.allow_transfer.is_empty() {
             zone.journal_off = true;
-            if let Some(loc) = &zone.loc {
-                notes.push((
-                    loc.clone(),
-                    format!("zone {}: journal {}", zone.origin, journal.display()),
-                    "the old server's journal is there: Heron keeps this zone's IXFR history in \
-                     memory (journal = false) so as not to replace it; once the old server is \
-                     gone, remove the file and the line",
-                ));
-            }
+            notes.push((loc, setting));
         }
     }
-    for (loc, setting, advice) in notes {
-        config.untranslated(&loc, setting, advice);
+    for (loc, setting) in notes {
+        config.untranslated(
+            &loc,
+            setting,
+            "the old server's journal is there: Heron keeps this zone's IXFR history in \
+             memory (journal = false) so as not to replace it; once the old server is \
+             gone, remove the file and the line",
+        );
+    }
+    for (loc, setting) in to_do {
+        config.step_to_do(
+            &loc,
+            setting,
+            "the old server's journal is where Heron keeps this zone's, and a zone that \
+             takes updates needs its own: Heron never writes over the file, and answers \
+             this zone's updates SERVFAIL until it is moved away (once the old server \
+             has written its changes into the zone file and will not be started again)",
+        );
     }
     dedup_notes(&mut config.notes);
     if config.listen.is_empty() {
@@ -616,6 +638,33 @@ mod tests {
         let got = import(From::Nsd, &conf).unwrap();
         let off: Vec<bool> = got.zones.iter().map(|z| z.journal_off).collect();
         assert_eq!(off, [true, false]);
+    }
+
+    /// A zone that takes updates cannot have `journal = false`: the old
+    /// server's journal where Heron keeps the zone's is a step to do, said
+    /// at the zone's line (black-box finding DB-6: nothing was said, and
+    /// every update then failed).
+    #[test]
+    fn another_servers_journal_beside_a_zone_taking_updates_is_a_step_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.zone");
+        let text = format!(
+            "acl:\n  - id: up\n    address: 127.0.0.1\n    action: update\n\
+             zone:\n  - domain: a.test\n    file: {}\n    acl: up\n",
+            file.display()
+        );
+        std::fs::write(dir.path().join("a.zone.jnl"), b";BIND LOG V9.2\n").unwrap();
+        let conf = write_files(dir.path(), &[("knot.conf", &text)]);
+        let got = import(From::Knot, &conf).unwrap();
+        assert!(!got.zones[0].allow_update.is_empty());
+        assert!(!got.zones[0].journal_off, "allow-update needs the journal");
+        let said = (got.notes.iter()).find(|n| n.setting.contains("a.zone.jnl"));
+        let said = said.unwrap_or_else(|| panic!("{:?}", got.notes));
+        assert_eq!(
+            (said.kind, said.loc.line),
+            (super::model::NoteKind::ToDo, 6)
+        );
+        assert!(said.advice.contains("SERVFAIL until it is moved away"));
     }
 
     /// A default written out is listed at its own line.
