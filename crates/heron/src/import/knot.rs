@@ -34,6 +34,9 @@ struct Interpreter {
     acls: HashMap<String, Item>,
     templates: HashMap<String, Item>,
     rrl_modules: HashMap<String, Item>,
+    /// `mod-queryacl` configurations by id: a zone using one gets its
+    /// addresses as `allow-query`.
+    queryacl_modules: HashMap<String, Item>,
     keys: Vec<String>,
     automatic_acl: bool,
     root: Loc,
@@ -77,6 +80,7 @@ impl Interpreter {
             acls: HashMap::new(),
             templates: HashMap::new(),
             rrl_modules: HashMap::new(),
+            queryacl_modules: HashMap::new(),
             keys: Vec::new(),
             automatic_acl: false,
             root,
@@ -104,6 +108,7 @@ impl Interpreter {
                     "acl" => drop(it.acls.insert(id, item.clone())),
                     "template" => drop(it.templates.insert(id, item.clone())),
                     "mod-rrl" => drop(it.rrl_modules.insert(id, item.clone())),
+                    "mod-queryacl" => drop(it.queryacl_modules.insert(id, item.clone())),
                     "keystore" => drop(it.keystores.insert(id, item.clone())),
                     _ => {}
                 }
@@ -292,7 +297,8 @@ impl Interpreter {
                         self.zone(item)?;
                     }
                 }
-                "server" | "key" | "remote" | "remotes" | "acl" | "template" | "mod-rrl" => {}
+                "server" | "key" | "remote" | "remotes" | "acl" | "template" | "mod-rrl"
+                | "mod-queryacl" => {}
                 "policy" => {}
                 "xdp" => self.xdp(section),
                 "keystore" => self.out.not_needed(
@@ -788,7 +794,11 @@ fn module_advice(module: &str) -> &'static str {
         "mod-cookies" => "Heron has no modules: set [cookies] (server cookies, RFC 7873)",
         "mod-rrl" => "Heron has no modules: set [rrl] for the whole server",
         "mod-stats" => "Heron has no modules: see [metrics] (Prometheus) and `heron ctl stats`",
-        "mod-queryacl" => "Heron has no modules: set allow-query on the zone or in [server]",
+        "mod-queryacl" => {
+            "Heron has no modules: a configuration with `address` alone is written as the zone's \
+             allow-query; one that limits by `interface` (the address a query came to) is not: \
+             set allow-query, and serve the zone only on those addresses"
+        }
         "mod-synthrecord" => {
             "Heron synthesizes no records: write the forward and reverse records into the \
              zone file (generate them with a script) before Heron loads it"
@@ -882,7 +892,7 @@ impl Interpreter {
             }));
             zone.allow_transfer.dedup();
         }
-        self.modules(&item);
+        self.modules(&item, &mut zone);
         self.signing(&item, &mut zone);
         let role = item.value("catalog-role");
         let primary = zone.primaries.is_empty() && !matches!(role, Some("interpret" | "generate"));
@@ -1078,7 +1088,7 @@ impl Interpreter {
         self.out.untranslated(&field.loc, setting, advice);
     }
 
-    fn modules(&mut self, item: &Item) {
+    fn modules(&mut self, item: &Item, zone: &mut Zone) {
         // `global-module` (in a template, Knot's documented rate limit
         // setup) applies to every query, as Heron's [rrl] does.
         let fields = ["module", "global-module"].map(|key| item.get(key));
@@ -1100,10 +1110,45 @@ impl Interpreter {
         }
         if let Some(field) = item.get("module") {
             for m in field.values.iter().filter(|m| !m.starts_with("mod-rrl")) {
+                if m.split('/').next() == Some("mod-queryacl") && self.query_acl(m, zone) {
+                    continue;
+                }
                 self.out
                     .untranslated(&field.loc, format!("module {m}"), module_advice(m));
             }
         }
+    }
+
+    /// `module: mod-queryacl/ID` as the zone's `allow-query`: the
+    /// configuration's `address` list (black-box finding DB-4: the zone
+    /// answered everyone). False, for the module to be listed, when it
+    /// also limits by `interface` (the address a query came to, which
+    /// Heron cannot), names no addresses, or one it cannot read.
+    fn query_acl(&mut self, module: &str, zone: &mut Zone) -> bool {
+        let id = module.split_once('/').map_or("default", |(_, id)| id);
+        let Some(config) = self.queryacl_modules.get(id) else {
+            return false;
+        };
+        if config.get("interface").is_some() {
+            return false;
+        }
+        let Some(addresses) = config.get("address") else {
+            return false;
+        };
+        let prefixes: Option<Vec<Vec<Prefix>>> = addresses
+            .values
+            .iter()
+            .map(|a| address_prefixes(a))
+            .collect();
+        let Some(prefixes) = prefixes.filter(|p| !p.is_empty()) else {
+            return false;
+        };
+        let rules = prefixes
+            .into_iter()
+            .flatten()
+            .map(|prefix| Rule { prefix, key: None });
+        zone.allow_query.get_or_insert_default().extend(rules);
+        true
     }
 
     /// One `[rrl]` for the server, from the `mod-rrl` the zones use.
@@ -1499,6 +1544,34 @@ mod tests {
         std::fs::write(&path, unknown).unwrap();
         let err = parse(&path).unwrap_err().to_string();
         assert!(err.contains("key other is not defined"), "{err}");
+    }
+
+    /// A zone using `mod-queryacl` with an `address` list answers only
+    /// those addresses: written as its allow-query (black-box finding
+    /// DB-4: the zone answered everyone). One that also limits by
+    /// `interface` is listed instead.
+    #[test]
+    fn a_query_acl_module_becomes_the_zones_allow_query() {
+        let text = "mod-queryacl:\n  - id: qa\n    address: [127.0.0.0/8, 192.0.2.1-192.0.2.2]\n\
+                    \x20 - id: iface\n    address: 10.0.0.0/8\n    interface: 192.0.2.53\n\
+                    zone:\n  - domain: a.test\n    module: mod-queryacl/qa\n\
+                    \x20 - domain: b.test\n    module: mod-queryacl/iface\n\
+                    \x20 - domain: c.test\n";
+        let dir = tempfile::tempdir().unwrap();
+        let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
+        let query = |z: &Zone| {
+            z.allow_query
+                .as_ref()
+                .map(|r| r.iter().map(Rule::heron).collect())
+        };
+        let acls: Vec<Option<Vec<String>>> = got.zones.iter().map(query).collect();
+        let a = ["127.0.0.0/8", "192.0.2.1", "192.0.2.2"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(acls, [Some(a), None, None]);
+        let listed = (got.notes.iter()).filter(|n| n.setting.contains("mod-queryacl"));
+        let listed: Vec<&str> = listed.map(|n| n.setting.as_str()).collect();
+        assert_eq!(listed, ["module mod-queryacl/iface"]);
     }
 
     /// A relative `storage` is said once (knotd reads it from its working
