@@ -12,4 +12,5 @@ pub mod keys;
 pub mod policy;
 pub mod rollover;
 pub mod sign;
+pub mod validity;
 pub mod zonemd;

@@ -29,6 +29,10 @@ fn report_zone(file: &Path, origin: &Name) -> bool {
     match loaded {
         Ok(loaded) => {
             print_problems(&loaded.warnings);
+            let now = heron_proto::time::unix_now();
+            if let Some(dates) = heron_dnssec::validity::warning(&loaded.zone, now) {
+                outln!("{}: warning: {dates}", file.display());
+            }
             outln!(
                 "{}: zone {} OK: serial {}, {} records",
                 file.display(),

@@ -215,3 +215,34 @@ fn signatures_over_a_type_the_name_lacks_answer_rrsig_queries_as_nsd() {
         assert!(text.contains(&said), "{said}: {text}");
     }
 }
+
+/// A zone signed elsewhere whose signatures have expired loads (it is
+/// served as it is, as NSD and Knot serve it), but `check-zone` and the
+/// server say so: every validator finds it bogus (black-box finding DB-7:
+/// check-zone said OK, the server nothing, and compare, which leaves
+/// signature dates out, found no difference).
+#[test]
+fn expired_signatures_are_said_by_check_zone_and_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("old.test.zone");
+    let sig = |covered: &str| {
+        format!("RRSIG {covered} 13 2 60 20200201000000 20200101000000 1 old.test. AAAA")
+    };
+    let text = format!(
+        "$ORIGIN old.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ {}\n@ NS ns\n@ {}\nns A 192.0.2.1\n",
+        sig("SOA"),
+        sig("NS")
+    );
+    std::fs::write(&file, text).unwrap();
+    let heron_bin = PathBuf::from(env!("CARGO_BIN_EXE_heron"));
+    let out = Command::new(&heron_bin)
+        .args(["check-zone", file.to_str().unwrap(), "old.test"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "a warning: {said}");
+    let expected = "2 of its 2 signatures have expired (the first at 20200201000000)";
+    assert!(said.contains(expected), "{said}");
+    let heron = ServerProcess::heron(&heron_bin, &[("old.test.", &file)]);
+    assert!(heron.log().contains(expected), "{}", heron.log());
+}

@@ -29,7 +29,7 @@ mod time;
 
 pub use canonical::{canonical_rdata, lowercases_names, rdata_equal};
 pub use decompress::rdata_uncompressed;
-pub use time::civil_from_days;
+pub use time::{civil_from_days, format_sig_time};
 mod wire;
 
 #[cfg(test)]

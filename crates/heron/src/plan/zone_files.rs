@@ -1238,6 +1238,11 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
         .filter(|w| !(spec.kept && is_denial_chain_warning(w)))
         .for_each(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
     crate::plan::zonemd::check(&loaded.zone).map_err(|why| vec![why])?;
+    if spec.signing.is_none() {
+        let now = heron_proto::time::unix_now();
+        let dates = heron_dnssec::validity::warning(&loaded.zone, now);
+        dates.inspect(|w| tracing::warn!(target: LOG_TARGET, "{w}"));
+    }
     let file_serial_before = spec.signing.as_ref().and_then(|_| {
         let mut serials = FILE_SERIALS.lock().unwrap_or_else(|e| e.into_inner());
         serials.insert(spec.file.clone(), loaded.zone.serial())
