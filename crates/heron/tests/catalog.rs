@@ -749,6 +749,14 @@ fn a_member_configured_by_hand_later_wins_and_the_others_survive_a_restart() {
         consumer.log()
     );
     assert_eq!(catalog_of(&socket, "b.test.").as_deref(), Some("cat.test."));
+    // Transferred afresh: the member's copy kept from before the hand's
+    // zone was not read (black-box finding DC-3: it was, and logged as
+    // loaded).
+    let log = consumer.log();
+    let loaded = log
+        .lines()
+        .filter(|l| l.contains("zone loaded zone=b.test."));
+    assert!(loaded.clone().all(|l| l.contains("b-by-hand")), "{log}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -912,10 +912,22 @@ impl Running {
         next: &mut Catalog,
         deleted: &[std::path::PathBuf],
     ) {
-        let kept = load_kept(&added);
+        // A copy deleted, or not to be taken, is not read at all (black-box
+        // finding DC-3: read and logged as loaded, it looked served).
+        let fresh = |zone: &SecondaryZone| deleted.iter().any(|d| **d == *zone.kept_path());
+        let to_read: Vec<&SecondaryZone> = added.iter().filter(|z| !fresh(z)).collect();
+        let mut read = load_kept(&to_read).into_iter();
+        let kept: Vec<Option<Zone>> = (added.iter())
+            .map(|z| {
+                if fresh(z) {
+                    None
+                } else {
+                    read.next().flatten()
+                }
+            })
+            .collect();
         for (zone, kept) in added.into_iter().zip(kept) {
             let path = zone.kept_path();
-            let kept = kept.filter(|_| !deleted.iter().any(|d| **d == *path));
             // A zone served already (turned from primary) whose file holds
             // no seal of Heron's has its own zone file there, no copy
             // received from these primaries (black-box finding BL-3: it
