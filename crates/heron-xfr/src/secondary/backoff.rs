@@ -35,6 +35,11 @@ pub const PROBE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 #[derive(Default)]
 pub struct PrimaryHealth {
     down: Mutex<HashMap<SocketAddr, Down>>,
+    /// When each primary last answered (one entry per primary address):
+    /// an exchange that failed but began before that failed on its own
+    /// (one zone's SOA query unanswered), not for want of the primary,
+    /// which opens no window ([`PrimaryHealth::failed_since`]).
+    answered_at: Mutex<HashMap<SocketAddr, Instant>>,
 }
 
 struct Down {
@@ -112,10 +117,34 @@ impl PrimaryHealth {
 
     /// `addr` answered: its zones may try it at once.
     pub fn answered(&self, addr: SocketAddr) {
+        self.answered_at
+            .lock()
+            .unwrap()
+            .insert(addr, Instant::now());
         let mut down = self.down.lock().unwrap();
         if !down.is_empty() {
             down.remove(&addr);
         }
+    }
+
+    /// An exchange with `addr` that `began` then failed (`cause`): as
+    /// [`PrimaryHealth::failed`], unless the primary answered another
+    /// exchange since it began. Then it is up and only this exchange
+    /// failed: its other zones are not turned away (black-box finding
+    /// DC-4: a zone whose SOA queries a primary ignored had that primary's
+    /// healthy zones fail unchecked, over and over). None then.
+    pub fn failed_since(
+        &self,
+        addr: SocketAddr,
+        began: Instant,
+        now: Instant,
+        cause: &str,
+    ) -> Option<Instant> {
+        let answered = self.answered_at.lock().unwrap().get(&addr).copied();
+        if answered.is_some_and(|at| at >= began) {
+            return None;
+        }
+        Some(self.failed(addr, now, cause))
     }
 }
 
@@ -130,6 +159,22 @@ mod tests {
 
     fn addr(s: &str) -> SocketAddr {
         s.parse().unwrap()
+    }
+
+    /// A failure of an exchange begun before the primary last answered is
+    /// that exchange's: the primary stays up. One begun after is the
+    /// primary's.
+    #[test]
+    fn a_failure_begun_before_an_answer_leaves_the_primary_up() {
+        let (health, a) = (PrimaryHealth::default(), addr("192.0.2.1:53"));
+        let began = Instant::now() - secs(1);
+        health.answered(a);
+        let now = Instant::now() + secs(4);
+        assert_eq!(health.failed_since(a, began, now, "timed out"), None);
+        assert!(health.admit(a, now).is_ok() && !health.is_down(a));
+        let later = Instant::now() + secs(1);
+        assert!(health.failed_since(a, later, now, "timed out").is_some());
+        assert!(health.admit(a, now).is_err(), "no answer since it began");
     }
 
     #[test]

@@ -359,6 +359,13 @@ impl Connections {
         e
     }
 
+    /// An exchange with `up` that `began` then failed (`e`): `up` is left
+    /// alone for a while unless it answered another since.
+    fn failed_since(&self, up: &Upstream, began: Instant, e: ClientError) -> ClientError {
+        (self.health).failed_since(up.addr, began, Instant::now(), &e.to_string());
+        e
+    }
+
     /// The serial of `origin` at the primary, and the EDNS EXPIRE it told
     /// (RFC 7314), asked on the primary's pipelined line: the SOA checks of
     /// many zones share one connection, many in flight at once.
@@ -387,6 +394,7 @@ impl Connections {
                     verifier = Some(ResponseVerifier::new(k, mac));
                 }
             };
+            let began = Instant::now();
             let answer = match line.exchange(query.clone(), sign, self.io_timeout()).await {
                 Ok(answer) => answer,
                 // A line the primary closed while idle: once more, anew.
@@ -397,7 +405,11 @@ impl Connections {
                     return Err(self.unreachable(up, closed));
                 }
                 Err(LineError::Io(e)) => return Err(self.unreachable(up, ClientError::Io(e))),
-                Err(LineError::Timeout) => return Err(self.unreachable(up, ClientError::Timeout)),
+                // Other zones' answers on the same line since: the
+                // primary is up, only this query went unanswered.
+                Err(LineError::Timeout) => {
+                    return Err(self.failed_since(up, began, ClientError::Timeout));
+                }
             };
             self.health.answered(up.addr);
             if let Some(v) = verifier.as_mut() {
