@@ -113,12 +113,18 @@ fn words(
                 chars.next();
                 let mut word = String::new();
                 let mut closed = false;
-                for d in chars.by_ref() {
+                while let Some(d) = chars.next() {
                     if d == c {
                         closed = true;
                         break;
                     }
                     word.push(d);
+                    // NSD keeps a backslash and the character after it,
+                    // a quote too (`"x\"y"` is x\"y; black-box finding
+                    // DB-12: the import stopped there).
+                    if d == '\\' {
+                        word.extend(chars.next());
+                    }
                 }
                 if !closed {
                     return Err(ImportError::at(
@@ -1231,6 +1237,20 @@ mod tests {
         let text = "zone:\n name: b.test\n zonefile: /z/b#c.zone # said\n #whole line\n";
         let got = parse(&write_files(dir.path(), &[("nsd.conf", text)])).unwrap();
         assert_eq!(got.zones[0].file.as_deref(), Some(Path::new("/z/b#c.zone")));
+    }
+
+    /// A backslash in a quoted word keeps the character after it, a quote
+    /// too, as nsd-checkconf reads it (black-box finding DB-12).
+    #[test]
+    fn an_escaped_quote_stays_inside_its_word() {
+        let file: Arc<Path> = Arc::from(Path::new("nsd.conf"));
+        let mut got = Vec::new();
+        let read = words("version: \"x\\\"y\" 'a\\b'", &file, |word, _, _| {
+            got.push(word);
+            Ok(())
+        });
+        assert!(read.is_ok(), "{read:?}");
+        assert_eq!(got, ["version:", "x\\\"y", "a\\b"]);
     }
 
     /// Words without a keyword are refused as they are read: a file of
