@@ -278,7 +278,17 @@ struct Access {
     notify: Vec<Rule>,
     /// `allow-update` rules.
     update: Vec<String>,
-    denied: Vec<Prefix>,
+    /// Addresses a `deny` rule names, for the actions it names only: a
+    /// rule denying NOTIFY says nothing of transfers (black-box finding
+    /// DB-8: it took away the allow rules of every action).
+    denied: Denied,
+}
+
+#[derive(Default)]
+struct Denied {
+    transfer: Vec<Prefix>,
+    notify: Vec<Prefix>,
+    update: Vec<Prefix>,
 }
 
 impl Interpreter {
@@ -602,15 +612,24 @@ impl Interpreter {
     fn acl(&mut self, acl: &Item, access: &mut Access) -> Result<(), ImportError> {
         let id = acl.value("id").unwrap_or("");
         let keyed = self.acl_matches(acl, id)?;
-        if acl.value("deny").is_some_and(on) {
-            access.denied.extend(keyed.iter().map(|(p, _)| *p));
-            return Ok(());
-        }
-        let rules = keyed.into_iter().map(|(prefix, key)| Rule { prefix, key });
         let actions = acl
             .get("action")
             .map(|f| f.values.clone())
             .unwrap_or_else(|| vec!["query".into()]);
+        if acl.value("deny").is_some_and(on) {
+            let prefixes = keyed.iter().map(|(p, _)| *p);
+            for action in &actions {
+                let denied = match action.as_str() {
+                    "transfer" => &mut access.denied.transfer,
+                    "notify" => &mut access.denied.notify,
+                    "update" => &mut access.denied.update,
+                    _ => continue,
+                };
+                denied.extend(prefixes.clone());
+            }
+            return Ok(());
+        }
+        let rules = keyed.into_iter().map(|(prefix, key)| Rule { prefix, key });
         let rules: Vec<Rule> = rules.collect();
         for action in actions {
             match action.as_str() {
@@ -1002,13 +1021,13 @@ impl Interpreter {
     }
 
     fn apply_access(&mut self, zone: &mut Zone, access: Access, loc: &Loc) {
-        let (transfer, dropped_t) = without_denied(access.transfer, &access.denied);
-        let (notify, dropped_n) = without_denied(access.notify, &access.denied);
+        let (transfer, dropped_t) = without_denied(access.transfer, &access.denied.transfer);
+        let (notify, dropped_n) = without_denied(access.notify, &access.denied.notify);
         if dropped_t + dropped_n > 0 {
             self.out.untranslated(loc, format!("zone {}: acl with deny", zone.origin), format!("heron.toml has no deny entries: {} allow entries that overlap denied addresses were left out; list the allowed addresses without them", dropped_t + dropped_n));
         }
         zone.allow_transfer = transfer;
-        self.apply_update(zone, access.update, !access.denied.is_empty(), loc);
+        self.apply_update(zone, access.update, !access.denied.update.is_empty(), loc);
         if !notify.is_empty() {
             // Knot takes NOTIFY only from what its ACLs allow; Heron's
             // list replaces its default (the primaries).
@@ -1401,8 +1420,9 @@ impl Interpreter {
         let primaries = self.peers(template.get("primary").or(template.get("master")));
         let notify = self.peers(template.get("notify"));
         let access = self.access(template.get("acl"))?;
-        let (mut allow_transfer, dropped) = without_denied(access.transfer, &access.denied);
-        let (allow_notify, dropped_notify) = without_denied(access.notify, &access.denied);
+        let (mut allow_transfer, dropped) =
+            without_denied(access.transfer, &access.denied.transfer);
+        let (allow_notify, dropped_notify) = without_denied(access.notify, &access.denied.notify);
         let dropped = dropped + dropped_notify;
         if dropped > 0 {
             let setting = format!("catalog-template {id}: acl with deny");
@@ -1544,6 +1564,26 @@ mod tests {
         std::fs::write(&path, unknown).unwrap();
         let err = parse(&path).unwrap_err().to_string();
         assert!(err.contains("key other is not defined"), "{err}");
+    }
+
+    /// A deny rule holds for its own actions: denying NOTIFY from every
+    /// address leaves the transfers another rule allows (black-box finding
+    /// DB-8: they were dropped, "overlapping denied addresses").
+    #[test]
+    fn a_deny_rule_takes_away_only_its_own_actions() {
+        let text = "acl:\n  - id: no-notify\n    address: 0.0.0.0/0\n    deny: on\n    action: notify\n\
+                    \x20 - id: xfr\n    address: 127.0.0.1\n    action: transfer\n\
+                    \x20 - id: no-xfr\n    address: 127.0.0.0/8\n    deny: on\n    action: transfer\n\
+                    zone:\n  - domain: a.test\n    acl: [no-notify, xfr]\n\
+                    \x20 - domain: b.test\n    acl: [no-xfr, xfr]\n";
+        let dir = tempfile::tempdir().unwrap();
+        let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
+        let transfer = |z: &Zone| z.allow_transfer.iter().map(Rule::heron).collect::<Vec<_>>();
+        assert_eq!(transfer(&got.zones[0]), ["127.0.0.1"]);
+        assert!(transfer(&got.zones[1]).is_empty(), "denied for transfers");
+        let said = (got.notes.iter()).filter(|n| n.setting.contains("acl with deny"));
+        let said: Vec<&str> = said.map(|n| n.setting.as_str()).collect();
+        assert_eq!(said, ["zone b.test: acl with deny"]);
     }
 
     /// A zone using `mod-queryacl` with an `address` list answers only
