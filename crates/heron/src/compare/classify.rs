@@ -395,7 +395,7 @@ fn records_text(records: &[&Record]) -> String {
 /// A record as a report shows it: an RRSIG by what it is compared by
 /// (its dates and signature were set aside when it was read), so that
 /// none reads as if a server had sent dates of 1970.
-fn record_text(r: &Record) -> String {
+pub(super) fn record_text(r: &Record) -> String {
     let d = &r.rdata;
     if r.rtype != RType::RRSIG || d.len() < 19 {
         return r.to_string();
@@ -690,6 +690,27 @@ mod tests {
             record_text(&r),
             "www.n.test. 60 IN RRSIG A alg 13 labels 3 original TTL 60 key 7 signer n.test. (dates and signature not compared)"
         );
+    }
+
+    /// The examples of a report show an RRSIG as the summary does, not
+    /// with the dates and signature set aside when it was read, which read
+    /// as sent by a server (black-box finding DB-9: "19700101000000 ...
+    /// AA==").
+    #[test]
+    fn an_example_shows_an_rrsig_by_what_is_compared() {
+        let mut rdata = vec![0, 1, 13, 3, 0, 0, 0, 60];
+        rdata.extend(0x6000_0000u32.to_be_bytes());
+        rdata.extend(0x5F00_0000u32.to_be_bytes());
+        rdata.extend([0, 7]);
+        rdata.extend_from_slice(Name::parse("n.test").unwrap().as_wire());
+        rdata.extend([1, 2, 3, 4]);
+        let got = msg().with(0, "www.n.test", RType::RRSIG, rdata).got();
+        let said = crate::compare::report::describe(&got);
+        assert!(
+            said.contains("key 7 signer n.test. (dates and signature not compared)"),
+            "{said}"
+        );
+        assert!(!said.contains("1970"), "{said}");
     }
 
     struct Msg {

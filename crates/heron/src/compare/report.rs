@@ -188,7 +188,7 @@ pub fn describe(got: &Got) -> String {
         if records.is_empty() {
             continue;
         }
-        let text: Vec<String> = records.iter().map(|r| r.to_string()).collect();
+        let text: Vec<String> = records.iter().map(super::classify::record_text).collect();
         let _ = write!(out, " | {}: {}", SECTION_NAMES[section], text.join("; "));
     }
     if out.chars().count() > 400 {
