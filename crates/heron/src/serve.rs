@@ -134,9 +134,7 @@ fn raise_open_files(max_connections: usize) {
 /// Reads the settings, loads the zones and serves them until told to
 /// stop. An error already logged comes back empty.
 fn start(args: ServeArgs) -> Result<(), String> {
-    hold_hangups_while_starting();
-    let mut settings = read_settings(&args)?;
-    process_limits(&settings);
+    let (mut settings, control) = begin(&args)?;
     let use_example = args.config.is_none()
         && settings.zones.is_empty()
         && settings.generated_catalogs.is_empty();
@@ -199,6 +197,7 @@ fn start(args: ServeArgs) -> Result<(), String> {
     transfers.signed_secondaries.restore(signed_kept);
     let secondaries = secondaries(&mut settings, kept, keys, notifies, consumers);
     let process = ProcessSettings {
+        control,
         control_socket: settings.control,
         run_as: settings.shield.run_as,
         query_log,
@@ -212,6 +211,56 @@ fn start(args: ServeArgs) -> Result<(), String> {
         secondaries,
     };
     runtime.block_on(serve(settings.server, process, prepared))
+}
+
+/// The control socket from the start of `heron serve`: bound before any
+/// zone, journal or key is read, so that a second server started on the
+/// same files stops at once (black-box finding DE-1: during a long load
+/// it went on, signed a zone and wrote keys beside the first). Clients
+/// wait in its backlog until it is served; its file is removed if the
+/// start fails before then.
+struct EarlyControl {
+    bound: Option<(std::os::unix::net::UnixListener, PathBuf)>,
+}
+
+impl EarlyControl {
+    fn bind(path: Option<&std::path::Path>) -> Result<EarlyControl, String> {
+        let bound = match path {
+            Some(path) => Some((control::bind_std(path)?, path.to_path_buf())),
+            None => None,
+        };
+        Ok(EarlyControl { bound })
+    }
+
+    /// The socket for the runtime's tasks (inside the runtime), taken out.
+    fn take_for_tokio(&mut self) -> Result<Option<(tokio::net::UnixListener, PathBuf)>, String> {
+        let Some((listener, path)) = self.bound.take() else {
+            return Ok(None);
+        };
+        let failed = |e: std::io::Error| format!("control socket {}: {e}", path.display());
+        listener.set_nonblocking(true).map_err(failed)?;
+        let listener = tokio::net::UnixListener::from_std(listener).map_err(failed)?;
+        Ok(Some((listener, path)))
+    }
+}
+
+impl Drop for EarlyControl {
+    fn drop(&mut self) {
+        if let Some((_, path)) = self.bound.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// The settings, and the control socket bound before anything else is
+/// read, so that a second start on the same files stops here (it finds
+/// the socket) however long this one loads.
+fn begin(args: &ServeArgs) -> Result<(Settings, EarlyControl), String> {
+    hold_hangups_while_starting();
+    let settings = read_settings(args)?;
+    let control = EarlyControl::bind(settings.control.as_deref())?;
+    process_limits(&settings);
+    Ok((settings, control))
 }
 
 /// The zones whose journal was replayed at the start: their files lack
@@ -711,6 +760,8 @@ const KEPT_COPIES_WAIT: Duration = Duration::from_secs(60);
 
 /// What the process is given besides what it serves.
 struct ProcessSettings {
+    /// The control socket, bound at the start.
+    control: EarlyControl,
     control_socket: Option<PathBuf>,
     /// Whom to become once every socket is bound.
     run_as: Option<RunAs>,
@@ -747,7 +798,7 @@ struct Transports {
 
 async fn serve(
     server: ServerConfig,
-    process: ProcessSettings,
+    mut process: ProcessSettings,
     prepared: Prepared,
 ) -> Result<(), String> {
     let Prepared {
@@ -757,12 +808,7 @@ async fn serve(
         queries,
         secondaries,
     } = prepared;
-    // First, so that a second server started on the same files stops
-    // here, before it answers anything.
-    let control = match &process.control_socket {
-        Some(path) => Some((control::bind(path)?, path.clone())),
-        None => None,
-    };
+    let control = process.control.take_for_tokio()?;
     // Secondaries may have missed changes while we were down: told once
     // we listen, or they would find nobody to transfer from.
     let every_zone = transfers.journal_changes(&Catalog::new(), &catalog);

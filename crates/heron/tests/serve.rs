@@ -1966,3 +1966,70 @@ fn a_second_server_on_a_busy_port_says_it_shares_the_traffic() {
     }
     assert!(!first.log().contains("already bound"), "{}", first.log());
 }
+
+/// Two starts on the same configuration at once (a second start by
+/// mistake while the first loads a large zone): the control socket is
+/// bound before anything is read, so the one that does not get it stops
+/// at once, having read nothing, and the other serves (black-box finding
+/// DE-1: the socket was bound after the load, and the second server
+/// loaded and signed too, writing keys beside the first).
+#[test]
+fn a_second_start_during_a_long_load_stops_before_it_reads_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let zone = dir.path().join("big.test.zone");
+    let mut text =
+        String::from("$ORIGIN big.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n");
+    for i in 0..400_000u32 {
+        text += &format!("h{i} A 10.{}.{}.{}\n", i >> 16 & 255, i >> 8 & 255, i & 255);
+    }
+    std::fs::write(&zone, text).unwrap();
+    let port = heron_testkit::free_port();
+    let config = dir.path().join("heron.toml");
+    let socket = dir.path().join("ctl.sock");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
+             [[zone]]\norigin = \"big.test\"\nfile = \"{}\"\n",
+            socket.display(),
+            zone.display()
+        ),
+    )
+    .unwrap();
+    let start = |log: &str| {
+        let log = std::fs::File::create(dir.path().join(log)).unwrap();
+        Command::new(heron())
+            .args(["serve", "--config"])
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    };
+    let mut servers = [start("a.log"), start("b.log")];
+    let log = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    let mut stopped = None;
+    let waited = eventually_within(Duration::from_secs(60), || {
+        stopped = (0..2).find(|&i| servers[i].try_wait().unwrap().is_some());
+        stopped.is_some()
+    });
+    assert!(
+        waited,
+        "neither stopped: {}\n{}",
+        log("a.log"),
+        log("b.log")
+    );
+    let (loser, winner) = match stopped {
+        Some(0) => ("a.log", 1),
+        _ => ("b.log", 0),
+    };
+    let said = log(loser);
+    assert!(said.contains("another server answers on it"), "{said}");
+    assert!(!said.contains("zone loaded"), "it read nothing: {said}");
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    assert!(eventually_within(Duration::from_secs(60), || {
+        try_query_udp(addr, &soa_query()).is_ok()
+    }));
+    let _ = servers[winner].kill();
+    let _ = servers[winner].wait();
+}

@@ -155,7 +155,21 @@ pub fn in_use(path: &Path) -> Option<String> {
 /// that is gone is replaced; one that a running server answers on is an
 /// error, not taken over; anything else there (a data file, a folder, a
 /// symbolic link) is an error and left as it is.
+#[cfg(test)]
 pub fn bind(path: &Path) -> Result<UnixListener, String> {
+    let listener = bind_std(path)?;
+    let shown = path.display();
+    (listener.set_nonblocking(true)).map_err(|e| format!("control socket {shown}: {e}"))?;
+    UnixListener::from_std(listener).map_err(|e| format!("control socket {shown}: {e}"))
+}
+
+/// [`bind`] outside the async runtime: a start binds the socket before it
+/// reads anything, so that a second server started on the same files
+/// finds it at once, not only once the first has loaded every zone
+/// (black-box finding DE-1: a second start during a long load signed and
+/// wrote keys beside the first). Connections wait in its backlog until
+/// it is served.
+pub fn bind_std(path: &Path) -> Result<std::os::unix::net::UnixListener, String> {
     use std::os::unix::fs::FileTypeExt;
     let shown = path.display();
     // Not followed: a link is not a socket, whatever it points to.
@@ -238,8 +252,8 @@ impl Staging {
     }
 
     /// Binds the socket in the private folder and makes it owner-only.
-    fn bind(&self) -> io::Result<UnixListener> {
-        let listener = UnixListener::bind(&self.socket)?;
+    fn bind(&self) -> io::Result<std::os::unix::net::UnixListener> {
+        let listener = std::os::unix::net::UnixListener::bind(&self.socket)?;
         std::fs::set_permissions(&self.socket, std::fs::Permissions::from_mode(0o600))?;
         Ok(listener)
     }
@@ -525,8 +539,8 @@ impl Unanswered {
         match self {
             Unanswered::TimedOut => format!(
                 "control socket {shown}: no answer within {} s: the server does not accept or \
-                 answer (a reload may still be under way; its log says how it went; \
-                 --timeout waits longer)",
+                 answer (it may still be loading its zones at its start, or a reload may still \
+                 be under way; its log says how it went; --timeout waits longer)",
                 wait.as_secs_f64()
             ),
             Unanswered::NoResultYet => format!(
