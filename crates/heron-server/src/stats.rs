@@ -261,6 +261,7 @@ pub struct Cells {
     accepted: [Cell; TRANSPORTS.len()],
     refused_connections: [Cell; CONNECTION_LIMITS.len()],
     shed: Cell,
+    shed_busy: Cell,
     closed: [Cell; CLOSE_REASONS.len()],
     handshakes: [Cell; HANDSHAKE_KINDS.len()],
     dropped: [Cell; DROP_REASONS.len()],
@@ -277,6 +278,7 @@ impl Default for Cells {
             accepted: std::array::from_fn(|_| Cell::default()),
             refused_connections: std::array::from_fn(|_| Cell::default()),
             shed: Cell::default(),
+            shed_busy: Cell::default(),
             closed: std::array::from_fn(|_| Cell::default()),
             handshakes: std::array::from_fn(|_| Cell::default()),
             dropped: std::array::from_fn(|_| Cell::default()),
@@ -333,6 +335,14 @@ impl Cells {
         self.shed.add(1);
     }
 
+    /// A busy connection (a message begun) of the client holding the most
+    /// closed to make room for a client holding fewer: counted apart from
+    /// the idle ones, so that cutting a busy client is told from taking an
+    /// idle slot (black-box finding DF-1).
+    pub fn shed_busy(&self) {
+        self.shed_busy.add(1);
+    }
+
     /// A connection taken in ended, for `why`.
     pub fn closed(&self, why: Closed) {
         self.closed[why as usize].add(1);
@@ -357,6 +367,7 @@ impl Cells {
         add(&mut totals.accepted, &self.accepted);
         add(&mut totals.refused_connections, &self.refused_connections);
         totals.shed += self.shed.get();
+        totals.shed_busy += self.shed_busy.get();
         add(&mut totals.closed, &self.closed);
         add(&mut totals.handshakes, &self.handshakes);
         add(&mut totals.dropped, &self.dropped);
@@ -436,6 +447,8 @@ pub struct Totals {
     pub refused_connections: [u64; CONNECTION_LIMITS.len()],
     /// Idle connections closed at the total limit to make room for new ones.
     pub shed: u64,
+    /// Busy connections closed at the total limit for a client holding fewer.
+    pub shed_busy: u64,
     /// Connections taken in that ended, by [`CLOSE_REASONS`].
     pub closed: [u64; CLOSE_REASONS.len()],
     /// TLS handshakes completed, by [`HANDSHAKE_KINDS`].
@@ -455,6 +468,7 @@ impl Default for Totals {
             accepted: [0; TRANSPORTS.len()],
             refused_connections: [0; CONNECTION_LIMITS.len()],
             shed: 0,
+            shed_busy: 0,
             closed: [0; CLOSE_REASONS.len()],
             handshakes: [0; HANDSHAKE_KINDS.len()],
             dropped: [0; DROP_REASONS.len()],
@@ -483,6 +497,7 @@ impl Totals {
             &mut out.refused_connections,
         );
         out.shed = self.shed.wrapping_sub(base.shed);
+        out.shed_busy = self.shed_busy.wrapping_sub(base.shed_busy);
         sub(&self.closed, &base.closed, &mut out.closed);
         sub(&self.handshakes, &base.handshakes, &mut out.handshakes);
         sub(&self.dropped, &base.dropped, &mut out.dropped);

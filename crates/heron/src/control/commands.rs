@@ -746,6 +746,7 @@ impl Controller {
             "tcp_connections_accepted": accepted,
             "tcp_connections_refused": refused,
             "tcp_idle_connections_shed": totals.shed,
+            "tcp_busy_connections_shed": totals.shed_busy,
             "tcp_connections_closed": named(CLOSE_REASONS.iter().zip(totals.closed), true),
             "udp_datagrams_dropped": named(DROP_REASONS.iter().zip(totals.dropped), true),
             "reset": reset,

@@ -765,9 +765,11 @@ fn stats_table(data: &Value) -> String {
         "tcp connections open".into(),
         text_of(&data["tcp_connections_open"]),
     ]);
-    if !data["tcp_idle_connections_shed"].is_null() {
-        let shed = text_of(&data["tcp_idle_connections_shed"]);
-        rows.push(["tcp idle connections shed".into(), shed]);
+    for kind in ["idle", "busy"] {
+        let shed = &data[format!("tcp_{kind}_connections_shed")];
+        if !shed.is_null() {
+            rows.push([format!("tcp {kind} connections shed"), text_of(shed)]);
+        }
     }
     if let Some(dnstap) = data["dnstap"].as_object() {
         for (counter, n) in dnstap {

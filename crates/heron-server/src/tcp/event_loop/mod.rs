@@ -493,7 +493,7 @@ impl Worker {
             return false;
         };
         let stats = &self.cx.shared.service.stats;
-        stats.with_thread_cells(|c| c.shed());
+        stats.with_thread_cells(|c| c.shed_busy());
         self.close(Key { slot, generation }, Ok(()));
         true
     }

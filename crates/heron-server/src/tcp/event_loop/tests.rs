@@ -372,7 +372,9 @@ fn connect_from(from: &str, addr: SocketAddr) -> std::net::TcpStream {
 /// One loop taking at most 3 connections, clients counted by /24, and a
 /// way to open a connection from an address with a message begun (not
 /// idle), given to `f` with the loop's address.
-fn with_busy_clients(f: impl FnOnce(SocketAddr, &dyn Fn(&str) -> std::net::TcpStream)) {
+fn with_busy_clients(
+    f: impl FnOnce(SocketAddr, &dyn Fn(&str) -> std::net::TcpStream, &Arc<Service>),
+) {
     use std::io::Write;
     let limits = TcpLimits {
         max_connections: 3,
@@ -380,7 +382,8 @@ fn with_busy_clients(f: impl FnOnce(SocketAddr, &dyn Fn(&str) -> std::net::TcpSt
         ipv4_client_prefix: 24,
         ..TcpLimits::default()
     };
-    with_n_loops(1, None, limits, service(), |loops| {
+    let service = service();
+    with_n_loops(1, None, limits, service.clone(), |loops| {
         let addr = loops.bound[0];
         let begun = |from: &str| {
             let mut conn = connect_from(from, addr);
@@ -388,7 +391,7 @@ fn with_busy_clients(f: impl FnOnce(SocketAddr, &dyn Fn(&str) -> std::net::TcpSt
             std::thread::sleep(Duration::from_millis(50));
             conn
         };
-        f(addr, &begun);
+        f(addr, &begun, &service);
     });
 }
 
@@ -400,7 +403,7 @@ fn with_busy_clients(f: impl FnOnce(SocketAddr, &dyn Fn(&str) -> std::net::TcpSt
 /// was refused for as long as they kept on).
 #[test]
 fn at_the_total_limit_a_client_holding_fewer_takes_a_busy_slot() {
-    with_busy_clients(|addr, begun| {
+    with_busy_clients(|addr, begun, service| {
         let mut held = [begun("127.0.1.1"), begun("127.0.1.2")];
         let mut other = begun("127.0.2.1");
         // The client holding two has no more room than its own.
@@ -412,6 +415,9 @@ fn at_the_total_limit_a_client_holding_fewer_takes_a_busy_slot() {
         newcomer.write_all(&[0]).unwrap(); // busy again
         let made_room = closed_within(&mut held[0], wait);
         assert!(made_room, "the oldest of the largest made room");
+        // Counted as a busy connection shed, not an idle one (DF-1).
+        let totals = service.stats.totals();
+        assert_eq!((totals.shed, totals.shed_busy), (0, 1));
         assert!(!closed_within(&mut other, Duration::from_millis(300)));
         assert!(!closed_within(&mut held[1], Duration::from_millis(300)));
         // All hold one now: a fourth client is refused.
@@ -427,7 +433,7 @@ fn at_the_total_limit_a_client_holding_fewer_takes_a_busy_slot() {
 /// shed for it.
 #[test]
 fn a_client_that_closed_a_connection_holds_one_fewer_at_the_limit() {
-    with_busy_clients(|addr, begun| {
+    with_busy_clients(|addr, begun, _| {
         let mut kept = begun("127.0.1.1");
         drop(begun("127.0.1.2")); // the client's second, closed by it
         let _other = begun("127.0.2.1");

@@ -578,6 +578,13 @@ impl Snapshot {
             MetricType::Counter,
         )?;
         ConstCounter::new(t.shed).encode(shed)?;
+        let shed_busy = e.encode_descriptor(
+            "heron_tcp_busy_connections_shed",
+            "Busy TCP and TLS connections (a message begun) of the client holding the most closed at max-connections for a client holding fewer",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(t.shed_busy).encode(shed_busy)?;
         let closed = CLOSE_REASONS.iter().zip(t.closed);
         counters(
             e,
