@@ -295,11 +295,25 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        if self.on {
-            write!(writer, "<{}>", syslog_priority(event.metadata().level()))?;
+        if !self.on {
+            return self.inner.format_event(ctx, writer, event);
         }
-        self.inner.format_event(ctx, writer, event)
+        // journald files each line apart: a message of several lines (a
+        // TOML error with its caret) gets the priority on every line, or
+        // its cause is filed as info (black-box finding DE-2).
+        let mut text = String::new();
+        self.inner
+            .format_event(ctx, Writer::new(&mut text), event)?;
+        let priority = syslog_priority(event.metadata().level());
+        writer.write_str(&with_priority(&text, priority))
     }
+}
+
+/// `text` (lines ending in a newline) with `<priority>` before each line.
+fn with_priority(text: &str, priority: u8) -> String {
+    let prefix = format!("<{priority}>");
+    let lines = text.split_inclusive('\n');
+    lines.map(|line| format!("{prefix}{line}")).collect()
 }
 
 #[cfg(test)]
@@ -379,6 +393,17 @@ mod tests {
         for bad in ["", ":", "8", "8:", ":12345", "x:y", "8:12345:1", "-1:5"] {
             assert!(!is_stream(bad, 8, 12345), "{bad:?}");
         }
+    }
+
+    /// Every line of a message of several lines carries the priority.
+    #[test]
+    fn each_line_of_a_message_gets_the_priority() {
+        let text = "ERROR a.toml: TOML parse error\n  |\n9 | x\nwhy\n";
+        assert_eq!(
+            with_priority(text, 3),
+            "<3>ERROR a.toml: TOML parse error\n<3>  |\n<3>9 | x\n<3>why\n"
+        );
+        assert_eq!(with_priority("one line\n", 6), "<6>one line\n");
     }
 
     #[test]
