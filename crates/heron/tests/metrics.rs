@@ -1023,22 +1023,41 @@ fn zones_in_trouble_are_counted_without_zone_metrics() {
         good.display(),
         broken.display()
     );
-    let _server = ServerProcess::heron_on_port(&heron(), port, "good.test", &config).unwrap();
-    let answer = http(metrics, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
-    let body = answer.split_once("\r\n\r\n").expect("a body").1;
+    let server = ServerProcess::heron_on_port(&heron(), port, "good.test", &config).unwrap();
+    let scrape = || {
+        let answer = http(metrics, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        answer.split_once("\r\n\r\n").expect("a body").1.to_string()
+    };
+    let state = |body: &str, s: &str| {
+        let at = samples(body);
+        at.get(&format!("heron_zones_unhealthy{{state=\"{s}\"}}"))
+            .copied()
+    };
+    let body = scrape();
     assert!(
         !body.contains("heron_zone_served"),
         "no per-zone series:\n{body}"
     );
-    let at = samples(body);
-    let state = |s: &str| {
-        at.get(&format!("heron_zones_unhealthy{{state=\"{s}\"}}"))
-            .copied()
-    };
-    assert_eq!(state("not_served"), Some(1.0), "{body}");
-    assert_eq!(state("file_load_failed"), Some(1.0), "{body}");
-    assert_eq!(state("checks_failing"), Some(0.0), "{body}");
-    assert_eq!(state("catalog_rejected"), Some(0.0), "{body}");
+    // The file that never loaded is not served, and counted so alone
+    // (black-box finding DE-6: counted twice, it alerted twice).
+    assert_eq!(state(&body, "not_served"), Some(1.0), "{body}");
+    assert_eq!(state(&body, "file_load_failed"), Some(0.0), "{body}");
+    assert_eq!(state(&body, "checks_failing"), Some(0.0), "{body}");
+    assert_eq!(state(&body, "catalog_rejected"), Some(0.0), "{body}");
+    // A bad edit of the good zone: its older version stays served.
+    std::fs::write(
+        &good,
+        "@ 60 SOA ns1 h 2 2 3 4 5\n@ 60 NS ns1\nns1 60 A 1.2\n",
+    )
+    .unwrap();
+    server.reload();
+    let failed = || state(&scrape(), "file_load_failed") == Some(1.0);
+    assert!(
+        heron_testkit::eventually_within(std::time::Duration::from_secs(20), failed),
+        "{}",
+        scrape()
+    );
+    assert_eq!(state(&scrape(), "not_served"), Some(1.0));
 }
 
 /// Black-box finding AJ-5: a zone removed by a reload after it was

@@ -81,7 +81,9 @@ struct ZonesHealth {
     /// transfer or expired, a zone file that never loaded, a catalog
     /// member held back for its DS).
     not_served: u64,
-    /// Zones from files whose last load failed.
+    /// Zones from files whose last load failed, an older version served
+    /// (one never loaded is `not_served` alone: a zone is never counted,
+    /// nor alerted on, twice; black-box finding DE-6).
     file_load_failed: u64,
     /// Secondary zones whose last three checks or more failed.
     checks_failing: u64,
@@ -99,7 +101,7 @@ impl ZonesHealth {
         let failing = |r: &ZoneRow, at_least: u32| r.health.is_some_and(|h| h.failures >= at_least);
         ZonesHealth {
             not_served: count(&|r| r.serial.is_none()),
-            file_load_failed: count(&|r| r.file_failed == Some(true)),
+            file_load_failed: count(&|r| r.file_failed == Some(true) && r.serial.is_some()),
             checks_failing: count(&|r| failing(r, 3)),
             expiring: count(&|r| {
                 failing(r, 1)
@@ -125,7 +127,7 @@ impl ZonesHealth {
         family(
             e,
             "heron_zones_unhealthy",
-            "Zones in each state an operator acts on, counted (with or without zone-metrics): not_served (a catalog member held back for its DS too), file_load_failed, checks_failing (three or more in a row), expiring_within_a_day (while checks fail), catalog_rejected, write_failing (its journal, zone file, kept or signed copy or generated catalog file cannot be written, or its updates cannot be signed: mostly a full or read-only disk)",
+            "Zones in each state an operator acts on, counted (with or without zone-metrics): not_served (a catalog member held back for its DS too), file_load_failed (an older version served), checks_failing (three or more in a row), expiring_within_a_day (while checks fail), catalog_rejected, write_failing (its journal, zone file, kept or signed copy or generated catalog file cannot be written, or its updates cannot be signed: mostly a full or read-only disk)",
             MetricType::Gauge,
             rows,
         )
@@ -966,10 +968,16 @@ mod tests {
                 write_failing: true,
                 ..row(Some(1), 0, None)
             },
+            // A file that never loaded: not served, and only that (DE-6).
+            ZoneRow {
+                file_failed: Some(true),
+                health: None,
+                ..row(None, 0, None)
+            },
         ];
         let health = ZonesHealth::of(&rows, now);
         let want = ZonesHealth {
-            not_served: 1,
+            not_served: 2,
             file_load_failed: 1,
             checks_failing: 2,
             expiring: 2,
