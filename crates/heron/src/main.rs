@@ -73,8 +73,10 @@ enum Command {
     Reload {
         #[command(flatten)]
         target: ctl::ControlArgs,
-        /// Seconds to wait for the server's answer, connecting included.
-        #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+        /// Seconds to wait for the server's answer, connecting included
+        /// (at least 1).
+        #[arg(long, value_name = "SECONDS", default_value_t = 60,
+              value_parser = clap::value_parser!(u64).range(1..))]
         timeout: u64,
     },
     /// Check the kernel settings that matter for DNS over TCP (listen

@@ -1719,3 +1719,22 @@ fn retransfer_answers_once_the_new_version_is_served() {
         assert_eq!(served, serial.to_be_bytes(), "{out}");
     }
 }
+
+/// `--timeout 0` never waited and failed every time as if the server were
+/// down (black-box finding DE-5): it is a usage error (exit 2), for `heron
+/// ctl` and `heron reload` alike.
+#[test]
+fn a_timeout_of_zero_is_a_usage_error() {
+    let socket = "/nonexistent/heron.sock";
+    let cases = [
+        &["ctl", "--control", socket, "--timeout", "0", "status"][..],
+        &["reload", "--control", socket, "--timeout", "0"],
+    ];
+    for args in cases {
+        let heron = std::process::Command::new(env!("CARGO_BIN_EXE_heron"));
+        let out = { heron }.args(args).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains("--timeout"), "{said}");
+    }
+}

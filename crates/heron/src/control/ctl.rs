@@ -23,8 +23,10 @@ pub struct CtlArgs {
     /// instead of a table.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Seconds to wait for the server's answer, connecting included.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60, global = true)]
+    /// Seconds to wait for the server's answer, connecting included (at
+    /// least 1: 0 never waited, and failed every time; DE-5).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, global = true,
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
     #[command(subcommand)]
     pub command: CtlCommand,
