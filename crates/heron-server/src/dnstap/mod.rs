@@ -717,13 +717,33 @@ fn handshake(path: &Path, until: Instant) -> io::Result<UnixStream> {
     if accept.kind != ControlType::Accept || !accept.offers(CONTENT_TYPE) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("the reader answered {accept:?} to READY"),
+            refused_handshake(&accept),
         ));
     }
     out.clear();
     frame::control(ControlType::Start, Some(CONTENT_TYPE), &mut out);
     stream.write_all(&out)?;
     Ok(connected)
+}
+
+/// Why a reader's answer to READY ends the handshake, in words: its
+/// content types as text, not a debug dump of bytes (black-box finding
+/// DE-3).
+fn refused_handshake(answer: &frame::Control) -> String {
+    let ours = String::from_utf8_lossy(CONTENT_TYPE);
+    if answer.kind != ControlType::Accept {
+        return format!(
+            "the reader answered READY with {:?}, not ACCEPT",
+            answer.kind
+        );
+    }
+    let theirs: Vec<String> = (answer.content_types.iter())
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect();
+    match theirs.is_empty() {
+        true => format!("the reader accepts no content type, not {ours}"),
+        false => format!("the reader accepts {}, not {ours}", theirs.join(", ")),
+    }
 }
 
 /// Connects to `path` without blocking: to a reader whose backlog is
@@ -753,6 +773,22 @@ fn connect_by(path: &Path, until: Instant) -> io::Result<UnixStream> {
     }
 }
 
+/// A socket timeout (EAGAIN) said as what it means: the reader did not
+/// keep up within the bound (black-box finding DE-4: "Resource temporarily
+/// unavailable (os error 11)").
+fn too_slow(e: io::Error) -> io::Error {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the reader is too slow: it took nothing within {} s",
+                IO_TIMEOUT.as_secs()
+            ),
+        ),
+        _ => e,
+    }
+}
+
 /// A stream whose reads and writes must all end by `until`: each system
 /// call is given what time is left as its timeout, so that a reader who
 /// takes a little at a time cannot stretch the whole.
@@ -776,14 +812,14 @@ impl Bounded<'_> {
 impl Read for Bounded<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.stream.set_read_timeout(Some(self.time_left()?))?;
-        (&mut &*self.stream).read(buf)
+        (&mut &*self.stream).read(buf).map_err(too_slow)
     }
 }
 
 impl Write for Bounded<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.stream.set_write_timeout(Some(self.time_left()?))?;
-        (&mut &*self.stream).write(buf)
+        (&mut &*self.stream).write(buf).map_err(too_slow)
     }
 
     fn flush(&mut self) -> io::Result<()> {

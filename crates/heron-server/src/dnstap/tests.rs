@@ -628,3 +628,51 @@ fn a_file_ended_while_its_disk_is_full_ends_in_whole_frames() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// A reader that refuses the handshake is said to in words: the content
+/// types it accepts as text (black-box finding DE-3: a debug dump of
+/// their bytes).
+#[test]
+fn a_refused_handshake_names_the_content_types_as_text() {
+    let accept = |types: &[&[u8]]| frame::Control {
+        kind: ControlType::Accept,
+        content_types: types.iter().map(|t| t.to_vec()).collect(),
+    };
+    assert_eq!(
+        refused_handshake(&accept(&[b"protobuf:other"])),
+        "the reader accepts protobuf:other, not protobuf:dnstap.Dnstap"
+    );
+    let said = refused_handshake(&accept(&[]));
+    assert_eq!(
+        said,
+        "the reader accepts no content type, not protobuf:dnstap.Dnstap"
+    );
+    let finish = frame::Control {
+        kind: ControlType::Finish,
+        content_types: Vec::new(),
+    };
+    assert!(refused_handshake(&finish).contains("not ACCEPT"));
+}
+
+/// A write the reader does not take within the bound says the reader is
+/// too slow, not "Resource temporarily unavailable" (black-box finding
+/// DE-4).
+#[test]
+fn a_reader_that_takes_nothing_is_said_too_slow() {
+    let (ours, _reader) = UnixStream::pair().unwrap();
+    // The socket's buffer full first, so that the bounded write times
+    // out having written nothing.
+    ours.set_nonblocking(true).unwrap();
+    while (&ours).write(&[0; 4096]).is_ok() {}
+    ours.set_nonblocking(false).unwrap();
+    let mut bounded = Bounded {
+        stream: &ours,
+        until: Instant::now() + Duration::from_millis(200),
+    };
+    let error = bounded.write(&[0; 4096]).unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::TimedOut, "{error}");
+    assert!(
+        error.to_string().contains("the reader is too slow"),
+        "{error}"
+    );
+}
