@@ -1117,7 +1117,11 @@ fn log_left_over(
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                _ = tick.tick() => service.processor.log_left_over(heron_proto::time::unix_now()),
+                _ = tick.tick() => {
+                    let now = heron_proto::time::unix_now();
+                    service.processor.log_left_over(now);
+                    heron_server::tcp::log_refused_left_over(now);
+                }
                 _ = shutdown.changed() => return,
             }
         }

@@ -187,6 +187,21 @@ pub(super) fn log_refused(peer: SocketAddr, limit: Limit) {
     tracing::warn!("TCP connection from {peer} refused: [tcp] {what} reached{more}");
 }
 
+/// Says how many connections were refused at each limit, not one by one,
+/// in an interval that ended with no refusal since: those were said only
+/// with the next refusal, maybe long after, or never (black-box finding
+/// DF-5). Called every interval, as the processor's refusals are.
+pub fn log_refused_left_over(now: u64) {
+    for (reason, due) in REFUSED_LOG.left_over(now) {
+        let what = ["max-connections", "max-connections-per-client"][reason];
+        tracing::warn!(
+            "{} more TCP connections refused ([tcp] {what} reached) in the last {} s, not logged one by one",
+            due.suppressed,
+            due.since
+        );
+    }
+}
+
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut open = self.limiter.open.lock().unwrap();

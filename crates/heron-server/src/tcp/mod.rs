@@ -42,7 +42,7 @@ mod tls;
 use connection::*;
 pub use limits::{
     AcceptFailures, ConnectionLimiter, RELEASE_AFTER_PEAK, RELEASE_AT_MOST_EVERY, Slot,
-    next_connection, release_memory_after_peaks,
+    log_refused_left_over, next_connection, release_memory_after_peaks,
 };
 use messages::*;
 use tls::*;
