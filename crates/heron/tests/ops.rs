@@ -1223,3 +1223,36 @@ fn keygen_prints_the_key_as_each_peer_reads_it() {
     assert_eq!(secrets.len(), 4, "{all}");
     assert!(secrets.iter().all(|s| *s == secrets[0]), "one key: {all}");
 }
+
+/// `targets = { "heron::reload" = "warn" }` leaves a reload's zone events
+/// out, the `zone removed` lines too (black-box finding DF-2: logged under
+/// another target, 1,000 lines for 1,000 zones taken out).
+#[test]
+fn a_reloads_zone_removed_lines_follow_the_reload_target() {
+    let dir = TempDir::new("removed");
+    let other = dir.0.join("other.test.zone");
+    fs::write(
+        &other,
+        "@ 60 SOA ns h 1 2 3 4 5\n@ 60 NS ns\nns 60 A 192.0.2.1\n",
+    )
+    .unwrap();
+    let quiet = "[log]\nformat = \"json\"\ntargets = { \"heron::reload\" = \"warn\" }\n";
+    let with_other = format!(
+        "{quiet}[[zone]]\norigin = \"other.test\"\nfile = \"{}\"\n",
+        other.display()
+    );
+    let config = dir.0.join("heron.toml");
+    let server = Served::start_in(dir, &edge_zone(), Some(&with_other), None);
+    server.until_ready();
+    fs::write(&config, quiet).unwrap();
+    server.signal("HUP");
+    server.until_ready();
+    let removed = |log: &str| {
+        let lines = json_lines(log);
+        has_message(&lines, "zone removed")
+    };
+    assert!(!removed(&server.log()), "{}", server.log());
+    let (status, log) = server.stop();
+    assert!(status.success(), "{status}: {log}");
+    assert!(!log.contains("\"zone loaded\""), "{log}");
+}

@@ -362,6 +362,7 @@ impl Primary {
         }
         if !self.policy(new.origin()).keeps_history() {
             tracing::info!(
+                zone = %new.origin(),
                 "zone {}: serial {} -> {}",
                 new.origin(),
                 old.serial(),
@@ -373,6 +374,7 @@ impl Primary {
         // transfers in progress need.
         let step = diff(old, new);
         tracing::info!(
+            zone = %new.origin(),
             "zone {}: serial {} -> {}, {} records deleted, {} added",
             new.origin(),
             old.serial(),

@@ -403,7 +403,12 @@ fn remove_zones(xfr: &Transfers, next: &mut Catalog, removed: &[Name]) {
         xfr.primary.forget(origin);
         xfr.zone_stats.forget(origin);
         xfr.notifier.zone_removed(origin);
-        tracing::info!(zone = %origin, "zone removed: no longer configured, no longer served");
+        // A reload's zone event, filtered with the loads (DF-2).
+        tracing::info!(
+            target: "heron::reload",
+            zone = %origin,
+            "zone removed: no longer configured, no longer served"
+        );
     }
 }
 
