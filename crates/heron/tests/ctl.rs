@@ -1554,6 +1554,12 @@ fn completions_offer_zone_names_to_ctl() {
     assert!(status.contains(&"stats".to_string()), "{status:?}");
     let flags = bash_completes(&script, &["heron", "ctl", "reload", "--f"]);
     assert_eq!(flags, ["--force"]);
+    // Freeze, thaw and flush take zones too; the hidden command that
+    // lists them is not offered (black-box finding DE-11).
+    let frozen = bash_completes(&script, &["heron", "ctl", "--control", sock, "freeze", ""]);
+    assert_eq!(frozen, both);
+    let commands = bash_completes(&script, &["heron", "comp"]);
+    assert_eq!(commands, ["compare", "completions"]);
 
     let fish_script = dir.path().join("heron.fish");
     let out = Command::new(heron())
@@ -1577,6 +1583,8 @@ fn completions_offer_zone_names_to_ctl() {
             .collect()
     };
     assert_eq!(fish(&format!("heron ctl --control {sock} notify ")), both);
+    assert_eq!(fish(&format!("heron ctl --control {sock} thaw ")), both);
+    assert_eq!(fish("heron comp"), ["compare", "completions"]);
 
     // The server gone: the configuration's zones.
     server.terminate();
