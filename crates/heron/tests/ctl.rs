@@ -286,6 +286,11 @@ fn failing_commands_exit_non_zero_with_the_reason() {
     let response: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(response["refused"], true, "{out}");
     assert_eq!(response["data"][0]["zone"], "a.test.", "{out}");
+    // A zone asked twice, in any case, is one row (black-box finding DE-10).
+    let (code, out, _) = ctl(&f.socket, &["zone-status", "a.test", "A.TEST.", "--json"]);
+    assert_eq!(code, Some(0), "{out}");
+    let response: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(response["data"].as_array().map(Vec::len), Some(1), "{out}");
     let (code, out, _) = ctl(&f.socket, &["retransfer", "nope.test"]);
     assert_eq!(code, Some(4), "{out}");
     assert!(

@@ -553,6 +553,12 @@ impl Unanswered {
                 "control socket {shown}: {e}: only the server's user (and root) may use it; run \
                  heron ctl as that user"
             ),
+            // A file or folder there is no server's socket: said so, not
+            // "connection refused" (black-box finding DE-10).
+            Unanswered::Unreachable(_) if not_a_socket(path) => format!(
+                "control socket {shown}: what is there is not a socket (a file or folder): \
+                 check the path, the server's [server] control or --control"
+            ),
             Unanswered::Unreachable(e) => format!(
                 "control socket {shown}: {e} (is heron serve running with this control socket?)"
             ),
@@ -561,6 +567,13 @@ impl Unanswered {
             }
         }
     }
+}
+
+/// Whether something other than a socket is at `path` (a link followed,
+/// as connecting follows it).
+fn not_a_socket(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| !m.file_type().is_socket())
 }
 
 /// Sends `request` to the server on `path` and returns its response,
@@ -659,6 +672,23 @@ mod tests {
         let said = denied.explain(&path, wait);
         assert!(said.contains("only the server's user"), "{said}");
         assert!(!said.contains("is heron serve running"), "{said}");
+    }
+
+    /// A file or folder at the path is said to be no socket, not
+    /// "connection refused" (black-box finding DE-10).
+    #[test]
+    fn a_file_at_the_socket_path_is_said_to_be_no_socket() {
+        let path = socket_path("not-a-socket");
+        std::fs::write(&path, "x").unwrap();
+        let wait = Duration::from_millis(300);
+        let Err(why) = ask(&path, &Request::new("status"), wait) else {
+            panic!("nobody answers");
+        };
+        let said = why.explain(&path, wait);
+        assert!(said.contains("what is there is not a socket"), "{said}");
+        std::fs::remove_file(&path).unwrap();
+        let said = why.explain(&path, wait);
+        assert!(said.contains("is heron serve running"), "{said}");
     }
 
     /// Runs a control socket whose `reload` says `ok: reloaded`, and whose
