@@ -523,3 +523,78 @@ fn only_the_secondaries_the_running_rules_name_pass_the_per_client_limit() {
     let (_old, answered) = answered_from("127.0.0.5", addr, 1);
     assert_eq!(answered, 0, "one the reload removes is held to the limit");
 }
+
+/// An AXFR request for `zone`, framed for TCP.
+fn framed_axfr(zone: &str) -> Vec<u8> {
+    let query = build_query(
+        &Name::parse(zone).unwrap(),
+        RType::AXFR,
+        &QueryOpts::default(),
+    );
+    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&query);
+    framed
+}
+
+/// At the total limit, the client holding the most whose connections are
+/// all transfers under way (which are never cut) is passed over: the next
+/// largest, whose connections keep a message begun, makes room for a
+/// newcomer holding none (black-box finding DG-1: the fair share stopped
+/// at the first client, and the newcomer was refused).
+#[test]
+fn a_client_holding_only_transfers_is_passed_over_for_the_next_largest() {
+    let dir = scratch_dir("shed-transfers");
+    let mut text = String::from(
+        "$ORIGIN big.test.\n$TTL 300\n@ SOA ns hostmaster 1 3600 600 86400 300\n@ NS ns\nns A 192.0.2.1\n",
+    );
+    for i in 0..20_000 {
+        text.push_str(&format!("t{i} TXT \"{}\"\n", "x".repeat(250)));
+    }
+    let zone = dir.path().join("big.test.zone");
+    std::fs::write(&zone, text).unwrap();
+    // A /8 rule exempts nobody from the per-client counts.
+    let server = ServerProcess::heron_with_config(&heron(), "big.test", |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [tcp]\nidle-timeout = 60\nmessage-timeout = 60\nmax-connections = 6\n\
+             [[zone]]\norigin = \"big.test\"\nfile = \"{}\"\nallow-transfer = [\"127.0.0.0/8\"]\n",
+            zone.display()
+        )
+    });
+    let addr = server.addr();
+    let stalled: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let socket =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+            socket.set_recv_buffer_size(4096).unwrap();
+            socket
+                .bind(&"127.0.0.2:0".parse::<SocketAddr>().unwrap().into())
+                .unwrap();
+            socket.connect(&addr.into()).unwrap();
+            let mut conn: TcpStream = socket.into();
+            conn.write_all(&framed_axfr("big.test")).unwrap(); // never read
+            conn
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut begun: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut conn = connect_from("127.0.0.3", addr);
+            conn.write_all(&[0]).unwrap(); // half a length: a message begun
+            std::thread::sleep(Duration::from_millis(50));
+            conn
+        })
+        .collect();
+    let mut newcomer = connect_from("127.0.0.4", addr);
+    assert!(answers_on(&mut newcomer, &soa_query()), "{}", server.log());
+    begun[0]
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let closed = match begun[0].read(&mut [0u8; 16]) {
+        Ok(0) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        Ok(_) => false,
+    };
+    assert!(closed, "the oldest of the next largest made room");
+    drop(stalled);
+}
