@@ -808,7 +808,6 @@ async fn serve(
         queries,
         secondaries,
     } = prepared;
-    let control = process.control.take_for_tokio()?;
     // Secondaries may have missed changes while we were down: told once
     // we listen, or they would find nobody to transfer from.
     let every_zone = transfers.journal_changes(&Catalog::new(), &catalog);
@@ -855,7 +854,9 @@ async fn serve(
     });
     let shutdown = transports.shutdown.subscribe();
     let tasks = [
-        serve_control(control, &controller, &shutdown),
+        // Taken from its guard only now: a start that fails before (a
+        // port taken) removes the socket file (black-box finding DG-4).
+        serve_control(process.control.take_for_tokio()?, &controller, &shutdown),
         Some(log_left_over(service.clone(), shutdown.clone())),
         Some(write_catalogs_again(shutdown.clone())),
         serve_metrics(metrics, controller, shutdown),

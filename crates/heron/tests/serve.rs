@@ -2033,3 +2033,35 @@ fn a_second_start_during_a_long_load_stops_before_it_reads_anything() {
     let _ = servers[winner].kill();
     let _ = servers[winner].wait();
 }
+
+/// A start that fails after its control socket was bound (its port is
+/// taken) removes the socket file, as a stop does (black-box finding DG-4:
+/// it was left behind).
+#[test]
+fn a_start_that_cannot_listen_leaves_no_control_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let socket = dir.path().join("ctl.sock");
+    let config = dir.path().join("heron.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
+             [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n",
+            socket.display(),
+            data(EDGE).display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(heron())
+        .args(["serve", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("cannot listen"), "{said}");
+    assert!(!socket.exists(), "the socket is removed: {said}");
+    drop(taken);
+}

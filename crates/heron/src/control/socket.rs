@@ -545,7 +545,8 @@ impl Unanswered {
             ),
             Unanswered::NoResultYet => format!(
                 "control socket {shown}: request sent, no result within {} s: the server may \
-                 still be carrying it out (a transfer or a reload can take longer; its log says \
+                 still be loading its zones at its start (it answers once they are loaded), or \
+                 carrying the request out (a transfer or a reload can take longer; its log says \
                  how it went), or it does not answer; --timeout waits longer",
                 wait.as_secs_f64()
             ),
