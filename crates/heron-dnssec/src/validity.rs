@@ -16,9 +16,10 @@ pub struct SignatureDates {
     pub expired: usize,
     /// Before their inception.
     pub not_yet: usize,
-    /// The earliest expiration among the expired, or the earliest
-    /// inception among those not valid yet when none expired.
-    pub example: Option<u32>,
+    /// The earliest expiration among the expired.
+    pub first_expired: Option<u32>,
+    /// The earliest inception among those not valid yet.
+    pub first_inception: Option<u32>,
 }
 
 /// Offsets in RRSIG RDATA (RFC 4034 3.1): expiration, then inception.
@@ -33,7 +34,7 @@ pub fn signature_dates(zone: &Zone, now: u64) -> Option<SignatureDates> {
     let apex = zone.node(zone.origin().as_wire())?;
     apex.rrset(RType::SOA)?.sigs().next()?;
     let mut dates = SignatureDates::default();
-    let (mut earliest_expired, mut earliest_inception) = (None::<u32>, None::<u32>);
+    let earlier_of = |e: Option<u32>, t: u32| Some(e.map_or(t, |e| earlier(e, t)));
     for node in zone.nodes() {
         for rrset in node.rrsets() {
             for sig in rrset.sigs() {
@@ -45,39 +46,48 @@ pub fn signature_dates(zone: &Zone, now: u64) -> Option<SignatureDates> {
                 dates.signatures += 1;
                 if before(expiration, now) {
                     dates.expired += 1;
-                    earliest_expired =
-                        Some(earliest_expired.map_or(expiration, |e| earlier(e, expiration)));
+                    dates.first_expired = earlier_of(dates.first_expired, expiration);
                 } else if before(now, inception) {
                     dates.not_yet += 1;
-                    earliest_inception =
-                        Some(earliest_inception.map_or(inception, |e| earlier(e, inception)));
+                    dates.first_inception = earlier_of(dates.first_inception, inception);
                 }
             }
         }
     }
-    dates.example = earliest_expired.or(earliest_inception);
     Some(dates)
 }
 
 /// A line for a zone some of whose signatures are not valid at `now`.
 pub fn warning(zone: &Zone, now: u64) -> Option<String> {
     let dates = signature_dates(zone, now)?;
-    let when = |t: u32| {
+    let when = |t: Option<u32>| {
         let mut text = String::new();
-        heron_proto::rdata::format_sig_time(t, &mut text);
+        heron_proto::rdata::format_sig_time(t.unwrap_or_default(), &mut text);
         text
     };
-    let example = dates.example.map(when).unwrap_or_default();
-    let (what, count) = match (dates.expired, dates.not_yet) {
-        (0, 0) => return None,
-        (0, n) => (format!("are not valid yet (the first from {example})"), n),
-        (n, _) => (format!("have expired (the first at {example})"), n),
-    };
+    let expired = (dates.expired > 0).then(|| {
+        let first = when(dates.first_expired);
+        format!("{} have expired (the first at {first})", dates.expired)
+    });
+    // Said too when some expired: a file mixing both was re-signed badly
+    // (black-box finding DG-7: only the expired were said).
+    let early = (dates.not_yet > 0).then(|| {
+        let first = when(dates.first_inception);
+        format!(
+            "{} are not valid yet (the first from {first})",
+            dates.not_yet
+        )
+    });
+    let what: Vec<String> = expired.into_iter().chain(early).collect();
+    if what.is_empty() {
+        return None;
+    }
     Some(format!(
-        "zone {}: {count} of its {} signatures {what}: validators find what they sign bogus; \
-         sign the zone again",
+        "zone {}: of its {} signatures, {}: validators find what they sign bogus; sign the \
+         zone again",
         zone.origin(),
-        dates.signatures
+        dates.signatures,
+        what.join(" and ")
     ))
 }
 
@@ -144,21 +154,16 @@ mod tests {
         let dates = signature_dates(&z, NOW).unwrap();
         assert_eq!((dates.signatures, dates.expired, dates.not_yet), (3, 2, 1));
         let said = warning(&z, NOW).unwrap();
-        assert!(
-            said.contains("2 of its 3 signatures have expired (the first at 20190301000000)"),
-            "{said}"
-        );
+        let both = "of its 3 signatures, 2 have expired (the first at 20190301000000) and 1 are \
+                    not valid yet (the first from 20270101000000)";
+        assert!(said.contains(both), "{said}");
         let z = zone(&[
             ("20251201000000", "20260201000000"),
             ("20270101000000", "20270201000000"),
         ]);
         let said = warning(&z, NOW).unwrap();
-        assert!(
-            said.contains(
-                "1 of its 2 signatures are not valid yet (the first from 20270101000000)"
-            ),
-            "{said}"
-        );
+        let early = "of its 2 signatures, 1 are not valid yet (the first from 20270101000000)";
+        assert!(said.contains(early), "{said}");
     }
 
     /// Past 2106 the dates wrap: compared as serial numbers, a signature

@@ -241,8 +241,29 @@ fn expired_signatures_are_said_by_check_zone_and_at_load() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "a warning: {said}");
-    let expected = "2 of its 2 signatures have expired (the first at 20200201000000)";
+    let expected = "of its 2 signatures, 2 have expired (the first at 20200201000000)";
     assert!(said.contains(expected), "{said}");
     let heron = ServerProcess::heron(&heron_bin, &[("old.test.", &file)]);
     assert!(heron.log().contains(expected), "{}", heron.log());
+    // A zone Heron signs is signed anew: check-config does not warn of
+    // the file's old signatures (black-box finding DG-3).
+    let config = dir.path().join("heron.toml");
+    let keys = dir.path().join("keys");
+    std::fs::write(
+        &config,
+        format!(
+            "[[zone]]\norigin = \"old.test\"\nfile = \"{}\"\ndnssec-policy = \"default\"\n\
+             key-directory = \"{}\"\n",
+            file.display(),
+            keys.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(&heron_bin)
+        .args(["check-config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("have expired"), "{said}");
 }
