@@ -1127,13 +1127,16 @@ impl Interpreter {
             }
             None => self.zones_without_rrl += 1,
         }
-        if let Some(field) = item.get("module") {
+        // A template's `global-module` too: it holds for every query of the
+        // zones that use it (black-box finding DG-2: a global query ACL was
+        // dropped, and the zones answered everyone).
+        for key in ["module", "global-module"] {
+            let Some(field) = item.get(key) else { continue };
             for m in field.values.iter().filter(|m| !m.starts_with("mod-rrl")) {
                 if m.split('/').next() == Some("mod-queryacl") && self.query_acl(m, zone) {
                     continue;
                 }
-                self.out
-                    .untranslated(&field.loc, format!("module {m}"), module_advice(m));
+                (self.out).untranslated(&field.loc, format!("{key} {m}"), module_advice(m));
             }
         }
     }
@@ -1317,8 +1320,9 @@ impl Interpreter {
         if ZONE_READ.contains(&f.key.as_str()) {
             return;
         }
-        // Read by `modules`: mod-rrl becomes [rrl].
-        if f.key == "global-module" && f.values.iter().all(|m| m.starts_with("mod-rrl")) {
+        // Read by `modules`: mod-rrl becomes [rrl], mod-queryacl the zone's
+        // allow-query, the others are listed there.
+        if f.key == "global-module" {
             return;
         }
         let setting = format!("zone {origin}: {} {}", f.key, f.values.join(" "));
@@ -1349,7 +1353,6 @@ impl Interpreter {
             "notify-delay" => "Heron sends NOTIFY at once",
             "zonemd-verify" => "Heron always checks a ZONEMD a zone carries",
             "zonemd-generate" => "set zonemd in the zone's [[dnssec-policy]] (signed zones only)",
-            "global-module" => module_advice(f.values.first().map_or("", String::as_str)),
             _ => "no Heron equivalent: check whether the behaviour matters",
         };
         self.out.untranslated(&f.loc, setting, advice);
@@ -1564,6 +1567,25 @@ mod tests {
         std::fs::write(&path, unknown).unwrap();
         let err = parse(&path).unwrap_err().to_string();
         assert!(err.contains("key other is not defined"), "{err}");
+    }
+
+    /// A template's `global-module: mod-queryacl/ID` limits the queries of
+    /// its zones as a zone's `module` does (black-box finding DG-2).
+    #[test]
+    fn a_global_query_acl_module_becomes_the_zones_allow_query() {
+        let text = "mod-queryacl:\n  - id: qa\n    address: [127.0.0.1, 192.0.2.0/24]\n\
+                    template:\n  - id: default\n    global-module: mod-queryacl/qa\n\
+                    zone:\n  - domain: a.test\n";
+        let dir = tempfile::tempdir().unwrap();
+        let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
+        let query =
+            (got.zones[0].allow_query.as_ref()).map(|r| r.iter().map(Rule::heron).collect());
+        assert_eq!(
+            query,
+            Some(vec!["127.0.0.1".to_string(), "192.0.2.0/24".into()])
+        );
+        let listed = got.notes.iter().any(|n| n.setting.contains("mod-queryacl"));
+        assert!(!listed, "{:?}", got.notes);
     }
 
     /// A deny rule holds for its own actions: denying NOTIFY from every
