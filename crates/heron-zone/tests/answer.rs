@@ -506,7 +506,7 @@ fn required_glue_goes_before_sibling_addresses() {
 fn a_wildcard_cname_into_its_own_wildcard_ends_at_the_name_met_again() {
     const ZONE: &str = "$ORIGIN w.test.\n$TTL 3600\n\
         @ SOA ns hostmaster 1 7200 3600 1209600 300\n@ NS ns\nns A 192.0.2.1\n\
-        *.wcl CNAME x.wcl\n*.two CNAME a.two\n";
+        *.wcl CNAME x.wcl\n*.two CNAME a.two\n*.w4 CNAME *.w4\n";
     let origin = Name::parse("w.test").unwrap();
     let loaded = load_zone_str(ZONE, "w.test.zone", &origin).expect("zone loads");
     let mut cat = Catalog::new();
@@ -526,6 +526,16 @@ fn a_wildcard_cname_into_its_own_wildcard_ends_at_the_name_met_again() {
     assert_eq!(
         texts(&m.answers),
         ["a.two.w.test. 3600 in cname a.two.w.test."]
+    );
+    // A wildcard whose target is the wildcard's own name: the CNAME
+    // synthesized, then the wildcard's own (black-box finding DG-6).
+    let m = ask("a.w4.w.test");
+    assert_eq!(
+        texts(&m.answers),
+        [
+            "*.w4.w.test. 3600 in cname *.w4.w.test.",
+            "a.w4.w.test. 3600 in cname *.w4.w.test.",
+        ]
     );
 }
 

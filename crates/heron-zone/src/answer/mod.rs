@@ -323,12 +323,21 @@ struct Responder<'a> {
 enum Next {
     Done,
     /// Continue at the target the step wrote (a [`Target`]), reached from
-    /// `node`'s CNAME or DNAME; `at` is where that name already sits in the
-    /// response, if it can be pointed to.
+    /// `node`'s CNAME or DNAME ([`followed_as`]); `at` is where that name
+    /// already sits in the response, if it can be pointed to.
     Follow {
         node: usize,
         at: Option<u16>,
     },
+}
+
+/// A node followed in a chain, as [`Responder::resolve`] keeps it: its id
+/// and whether a wildcard's CNAME was followed for another name. A
+/// wildcard node met again by its own name (`*.w CNAME *.w`) owns a new
+/// record, which NSD and Knot write (black-box finding DG-6); only the
+/// same node met the same way again is a loop.
+fn followed_as(node: &Node, wildcard: bool) -> usize {
+    node.id() << 1 | usize::from(wildcard)
 }
 
 /// Where a step that follows a CNAME or DNAME puts the name to follow:
@@ -550,7 +559,7 @@ impl<'a> Responder<'a> {
                 }
                 // Passed before in this chain: its RRset is in the answer
                 // already (RFC 2181 5: no duplicates), only the CNAME is new.
-                let again = followed.contains(&node.id());
+                let again = followed.contains(&followed_as(&node, false));
                 self.dname(zone, node, name, again, target)
             }
             Found::Exact(node) => self.at_node(zone, node, here, lower, followed, false, target),
@@ -608,7 +617,7 @@ impl<'a> Responder<'a> {
                 // say): that CNAME is written, as NSD and Knot write it,
                 // and the name it leads to, met before, ends the chain in
                 // `resolve` (black-box finding DA-3).
-                if !wildcard && followed.contains(&node.id()) {
+                if !wildcard && followed.contains(&followed_as(&node, false)) {
                     return Ok(Next::Done); // a CNAME loop
                 }
                 let written = self.rrset(Section::Answer, here, c)?;
@@ -621,7 +630,7 @@ impl<'a> Responder<'a> {
                     .ok()
                     .filter(|&p| p <= 0x3FFF);
                 Ok(Next::Follow {
-                    node: node.id(),
+                    node: followed_as(&node, wildcard),
                     at,
                 })
             }
@@ -659,7 +668,7 @@ impl<'a> Responder<'a> {
         }
         *next = Some(target);
         Ok(Next::Follow {
-            node: node.id(),
+            node: followed_as(&node, false),
             at: None,
         })
     }
