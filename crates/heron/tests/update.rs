@@ -2160,10 +2160,18 @@ fn held_zone_edited_past_its_journal(tag: &str, zone_lines: &str) {
 /// signed file alone, the journal ignored without a word).
 #[test]
 fn a_held_zone_given_a_policy_keeps_its_updates_at_a_restart() {
-    let (_file, server, socket) = held_zone("held-signed", "");
+    let (file, server, socket) = held_zone("held-signed", "");
     let config = server.dir().join("heron.toml");
     let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(&config, format!("{text}dnssec-policy = \"default\"\n")).unwrap();
+    // The keys where a restart finds them again: `restarted` starts the
+    // server in a folder of its own, and a key directory found empty under
+    // a signed copy is refused (black-box finding CA-1), not re-keyed.
+    let keys = file.with_file_name("held-signed-keys");
+    let policy = format!(
+        "dnssec-policy = \"default\"\nkey-directory = \"{}\"\n",
+        keys.display()
+    );
+    std::fs::write(&config, format!("{text}{policy}")).unwrap();
     let (ok, said) = ctl(&socket, &["reconfigure"]);
     assert!(!ok && said.contains("(replayed at a restart)"), "{said}");
     let signed = |addr| !answer(addr, ZONE, RType::DNSKEY).is_empty();
