@@ -1,6 +1,6 @@
 //! Shell completions: clap's scripts, and for bash and fish the names of
-//! the zones after `heron ctl zone-status`, `reload`, `retransfer`, `freeze`, `thaw`, `flush`,
-//! `refresh` and `notify`. The scripts ask `heron complete-zones` (hidden),
+//! the zones after the `heron ctl` commands that take zones
+//! ([`ZONE_COMMANDS`]). The scripts ask `heron complete-zones` (hidden),
 //! which asks the running server over its control socket and, if none
 //! answers within a second, reads the zones of the configuration file.
 

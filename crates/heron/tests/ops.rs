@@ -1244,9 +1244,21 @@ fn a_reloads_zone_removed_lines_follow_the_reload_target() {
     let config = dir.0.join("heron.toml");
     let server = Served::start_in(dir, &edge_zone(), Some(&with_other), None);
     server.until_ready();
+    let other_soa = || {
+        let query = build_query(
+            &Name::parse("other.test").unwrap(),
+            RType::SOA,
+            &QueryOpts::default(),
+        );
+        Message::parse(&try_query_udp(server.addr, &query).expect("an answer"))
+            .unwrap()
+            .rcode()
+    };
+    assert_eq!(other_soa(), Rcode::NOERROR);
     fs::write(&config, quiet).unwrap();
     server.signal("HUP");
     server.until_ready();
+    assert_eq!(other_soa(), Rcode::REFUSED, "taken out: {}", server.log());
     let removed = |log: &str| {
         let lines = json_lines(log);
         has_message(&lines, "zone removed")
