@@ -13,6 +13,7 @@ mod incremental;
 mod plan;
 mod reuse;
 mod rrsig;
+mod text;
 
 pub use denial::{Denial, base32hex, nsec3_hash, nsec3param_rdata};
 pub use incremental::sign_change;
@@ -21,12 +22,14 @@ pub use reuse::refresh_due;
 pub use rrsig::{
     Place, SigHeader, Validity, labels_field, seconds_until, sig_time, write_canonical_rrset,
 };
+pub use text::{SignedText, sign_zone_to_text};
 
 use std::borrow::{Borrow, Cow};
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
+use std::thread::ScopedJoinHandle;
 
 use heron_proto::RType;
 use heron_zone::zone::RRset;
@@ -255,34 +258,16 @@ fn sign_into_builder_by(
     run: RunBatches,
 ) -> Result<(ZoneBuilder, usize, usize), SignError> {
     let entries = plan(zone);
-    let mut made = signer_records(zone, &entries, keys, config)?;
-    made.extend(config.serial.map(|serial| soa_with_serial(zone, serial)));
-    let context = Context {
-        keys,
-        signer: zone.origin().as_wire(),
-        class: zone.class().0,
-        validity: config.validity_at(now),
-        previous: previous.map(|zone| reuse::Previous {
-            zone,
-            now,
-            refresh: config.refresh,
-        }),
-        soa_replaced: made.iter().any(|m| m.rtype == RType::SOA),
-        nsec_ttl: (config.denial == Denial::Nsec).then(|| zone.negative_ttl()),
-    };
+    let made = signer_records(zone, &entries, keys, config)?;
+    let context = Context::new(zone, &made, (keys, previous), config, now);
     // The unsigned zone's warnings were said when it was loaded.
     let builder = ZoneBuilder::new(zone.origin().clone(), zone.class()).without_warnings();
-    let per_batch = entries_per_batch(entries.len());
-    let work = Work {
-        per_batch,
-        ranks: batch_ranks(&entries, &made, per_batch, &context),
-        entries: &entries,
-        made: &made,
-        context: &context,
-        builder: Mutex::new(builder),
-        next: AtomicUsize::new(0),
-        failed: AtomicBool::new(false),
-    };
+    let work = Work::new(
+        &entries,
+        &made,
+        &context,
+        Sink::Builder(Mutex::new(builder)),
+    );
     let (signatures, reused) = run(&work, &mut |builder| {
         add_unsigned(builder, zone, &made, context.soa_replaced);
         // After the unsigned records, for their room and the signatures'
@@ -292,10 +277,10 @@ fn sign_into_builder_by(
         // 2.54x, this 2.33x; sign_zone's (glibc) 1.94x, 1.97x here.
         reserve_signed(builder, &entries, &made, &context);
     })?;
-    let builder = work
-        .builder
-        .into_inner()
-        .expect("no signing thread panicked");
+    let Sink::Builder(builder) = work.sink else {
+        unreachable!("made with a builder")
+    };
+    let builder = builder.into_inner().expect("no signing thread panicked");
     Ok((builder, signatures, reused))
 }
 
@@ -344,7 +329,9 @@ fn check_keys(keys: &[ZoneKey]) -> Result<(), SignError> {
     Ok(())
 }
 
-/// DNSKEY (and NSEC3PARAM) at the apex and the denial chain.
+/// The records the signer makes: those at the apex first (DNSKEY,
+/// NSEC3PARAM, and the SOA when `config.serial` replaces it), then the
+/// NSEC3 chain.
 fn signer_records(
     zone: &Zone,
     entries: &[Entry],
@@ -364,7 +351,7 @@ fn signer_records(
     }];
     match &config.denial {
         // Each name's NSEC is made as its batch is signed.
-        Denial::Nsec => {}
+        Denial::Nsec => made.extend(config.serial.map(|serial| soa_with_serial(zone, serial))),
         Denial::Nsec3 {
             iterations,
             salt,
@@ -376,12 +363,19 @@ fn signer_records(
                 ttl: 0,
                 rdatas: vec![nsec3param_rdata(salt, *iterations)],
             });
+            made.extend(config.serial.map(|serial| soa_with_serial(zone, serial)));
             let params = (*iterations, &salt[..], *opt_out);
             let origin = zone.origin().as_wire();
             made.extend(denial::nsec3_chain(entries, origin, denial_ttl, params)?);
         }
     }
     Ok(made)
+}
+
+/// How many of `made` (see [`signer_records`]) are at the apex: signed
+/// with the apex's batch.
+fn apex_sets(made: &[OwnedRRset]) -> usize {
+    made.iter().take_while(|m| m.rtype != RType::NSEC3).count()
 }
 
 /// What every signature of one signing shares.
@@ -396,6 +390,30 @@ struct Context<'a> {
     soa_replaced: bool,
     /// NSEC denial: each name's NSEC is made with its batch, of this TTL.
     nsec_ttl: Option<u32>,
+}
+
+impl<'a> Context<'a> {
+    fn new(
+        zone: &'a Zone,
+        made: &[OwnedRRset],
+        (keys, previous): (&'a [ZoneKey], Option<&'a Zone>),
+        config: &SignConfig,
+        now: u64,
+    ) -> Context<'a> {
+        Context {
+            keys,
+            signer: zone.origin().as_wire(),
+            class: zone.class().0,
+            validity: config.validity_at(now),
+            previous: previous.map(|zone| reuse::Previous {
+                zone,
+                now,
+                refresh: config.refresh,
+            }),
+            soa_replaced: made.iter().any(|m| m.rtype == RType::SOA),
+            nsec_ttl: (config.denial == Denial::Nsec).then(|| zone.negative_ttl()),
+        }
+    }
 }
 
 /// The unsigned zone's records less those the signer replaces, and the
@@ -511,12 +529,23 @@ struct Work<'a> {
     /// and their number last (see [`batch_ranks`]).
     ranks: Vec<u64>,
     entries: &'a [Entry<'a>],
-    /// Signed in batches after the entries.
+    /// The first `apex_sets` are signed with the apex's batch, the rest
+    /// (the NSEC3 chain) in batches after the entries'.
     made: &'a [OwnedRRset],
+    apex_sets: usize,
     context: &'a Context<'a>,
-    builder: Mutex<ZoneBuilder>,
+    /// Where what each batch makes goes.
+    sink: Sink<'a>,
     next: AtomicUsize,
     failed: AtomicBool,
+}
+
+/// Where a signing's records go.
+enum Sink<'a> {
+    /// The builder of the signed zone, for serving.
+    Builder(Mutex<ZoneBuilder>),
+    /// Master-file text, batch by batch in order ([`text`]).
+    Text(text::Lines<'a>),
 }
 
 /// One batch's signatures, held until they go into the builder.
@@ -530,7 +559,36 @@ struct Batch {
     reused: usize,
 }
 
-impl Work<'_> {
+impl<'a> Work<'a> {
+    fn new(
+        entries: &'a [Entry<'a>],
+        made: &'a [OwnedRRset],
+        context: &'a Context<'a>,
+        sink: Sink<'a>,
+    ) -> Work<'a> {
+        let per_batch = entries_per_batch(entries.len());
+        let apex_sets = apex_sets(made);
+        Work {
+            per_batch,
+            ranks: batch_ranks(entries, (made, apex_sets), per_batch, context),
+            entries,
+            made,
+            apex_sets,
+            context,
+            sink,
+            next: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
+        }
+    }
+
+    /// The builder a [`Sink::Builder`] signing fills.
+    fn builder(&self) -> &Mutex<ZoneBuilder> {
+        match &self.sink {
+            Sink::Builder(builder) => builder,
+            Sink::Text(_) => unreachable!("a signing to text has no builder"),
+        }
+    }
+
     /// Signs every batch on every core: (signatures made, kept). `fill`
     /// puts the unsigned records in the builder first, on this thread
     /// while the signing threads start and sign, keeping what they make
@@ -542,7 +600,11 @@ impl Work<'_> {
     }
 
     fn batches(&self) -> usize {
-        self.entries.len().div_ceil(self.per_batch) + self.made.len().div_ceil(self.per_batch)
+        self.entry_batches() + (self.made.len() - self.apex_sets).div_ceil(self.per_batch)
+    }
+
+    fn entry_batches(&self) -> usize {
+        self.entries.len().div_ceil(self.per_batch)
     }
 
     /// [`Work::sign_all`] on `threads` threads. One signs on this thread;
@@ -552,7 +614,10 @@ impl Work<'_> {
     /// scheduler tick to get the idle core.)
     fn sign_on(&self, threads: usize, fill: Fill) -> Result<(usize, usize), SignError> {
         let batches = self.batches();
-        let mut builder = self.builder.lock().expect("no signing thread panicked");
+        if let Sink::Text(_) = self.sink {
+            return self.sign_to_text_on(threads);
+        }
+        let mut builder = self.builder().lock().expect("no signing thread panicked");
         if threads == 1 {
             // A small zone (most zones) is signed on the calling thread:
             // starting one cost more than signing a zone of three names.
@@ -567,15 +632,7 @@ impl Work<'_> {
                 .collect();
             fill(&mut builder);
             drop(builder);
-            let mut totals = (0, 0);
-            let mut first_error = None;
-            for worker in workers {
-                match worker.join().expect("a signing thread panicked") {
-                    Ok((new, reused)) => totals = (totals.0 + new, totals.1 + reused),
-                    Err(e) => first_error = first_error.or(Some(e)),
-                }
-            }
-            first_error.map_or(Ok(totals), Err)
+            joined(workers)
         })
     }
 
@@ -608,22 +665,21 @@ impl Work<'_> {
             totals = (totals.0 + batch.new, totals.1 + batch.reused);
         }
         if let Some(held) = held.filter(|h| !h.is_empty()) {
-            let mut builder = self.builder.lock().expect("no signing thread panicked");
+            let mut builder = self.builder().lock().expect("no signing thread panicked");
             builder.append(held);
         }
         Ok(totals)
     }
 
     /// Adds a batch's NSEC records and signatures to the builder, or to
-    /// `held` while another thread has the builder.
-    fn keep(
-        &self,
-        nsecs: &[OwnedRRset],
-        jobs: &[Job],
-        batch: &Batch,
-        held: Option<&mut ZoneBuilder>,
-    ) {
-        let mut builder = match (self.builder.try_lock(), held) {
+    /// `held` while another thread has the builder; or writes the batch's
+    /// text.
+    fn keep(&self, i: usize, made: (&[OwnedRRset], &[Job]), batch: &Batch, held: Held) {
+        let (nsecs, jobs) = made;
+        if let Sink::Text(lines) = &self.sink {
+            return lines.keep(self, i, made, batch);
+        }
+        let mut builder = match (self.builder().try_lock(), held) {
             (Ok(mut builder), Some(held)) if !held.is_empty() => {
                 // What waited goes in at once: held apart, it kept memory
                 // the builder's reserved room already had for it.
@@ -636,7 +692,7 @@ impl Work<'_> {
                 return add_batch(held, nsecs, jobs, batch);
             }
             (Err(TryLockError::WouldBlock), _) => {
-                self.builder.lock().expect("no signing thread panicked")
+                self.builder().lock().expect("no signing thread panicked")
             }
             (Err(TryLockError::Poisoned(_)), _) => panic!("a signing thread panicked"),
         };
@@ -651,14 +707,11 @@ impl Work<'_> {
         nsecs: &mut Vec<OwnedRRset>,
         scratch: &mut Scratch,
         batch: &mut Batch,
-        held: Option<&mut ZoneBuilder>,
+        held: Held,
     ) -> Result<(), SignError> {
-        let per_batch = self.per_batch;
-        let entry_batches = self.entries.len().div_ceil(per_batch);
-        let mut jobs: Vec<Job> = Vec::with_capacity(2 * per_batch);
-        if i < entry_batches {
-            let start = i * per_batch;
-            let end = (start + per_batch).min(self.entries.len());
+        let mut jobs: Vec<Job> = Vec::with_capacity(2 * self.per_batch);
+        if i < self.entry_batches() {
+            let (start, end) = self.entry_range(i);
             let soa_replaced = self.context.soa_replaced;
             for entry in &self.entries[start..end] {
                 let owner = entry.node.owner_wire();
@@ -666,12 +719,15 @@ impl Work<'_> {
                 let sets = entry.signed_rrsets().filter(|s| !replaced(s));
                 jobs.extend(sets.map(|rrset| Job::Zone { owner, rrset }));
             }
+            if i == 0 {
+                jobs.extend(self.made[..self.apex_sets].iter().map(Job::Made));
+            }
             if let Some(ttl) = self.context.nsec_ttl {
                 nsecs.extend((start..end).filter_map(|at| denial::nsec_at(self.entries, at, ttl)));
             }
         } else {
-            let start = (i - entry_batches) * per_batch;
-            let end = (start + per_batch).min(self.made.len());
+            let start = self.apex_sets + (i - self.entry_batches()) * self.per_batch;
+            let end = (start + self.per_batch).min(self.made.len());
             jobs.extend(self.made[start..end].iter().map(Job::Made));
         }
         jobs.extend(nsecs.iter().map(Job::Made));
@@ -683,10 +739,37 @@ impl Work<'_> {
             };
             sign_job(job, (index as u32, place), self.context, scratch, batch)?;
         }
-        self.keep(nsecs, &jobs, batch, held);
+        self.keep(i, (nsecs, &jobs), batch, held);
         Ok(())
     }
+
+    /// The entries of entry batch `i`: (first, past the last).
+    fn entry_range(&self, i: usize) -> (usize, usize) {
+        let start = i * self.per_batch;
+        (start, (start + self.per_batch).min(self.entries.len()))
+    }
 }
+
+/// A signing thread's sibling builder, where its batches wait while
+/// another thread has the builder.
+type Held<'h> = Option<&'h mut ZoneBuilder>;
+
+/// The signing threads' totals once each has finished: (signatures made,
+/// kept), or the first error.
+fn joined(workers: Vec<ScopedJoinHandle<Totals>>) -> Totals {
+    let mut totals = (0, 0);
+    let mut first_error = None;
+    for worker in workers {
+        match worker.join().expect("a signing thread panicked") {
+            Ok((new, reused)) => totals = (totals.0 + new, totals.1 + reused),
+            Err(e) => first_error = first_error.or(Some(e)),
+        }
+    }
+    first_error.map_or(Ok(totals), Err)
+}
+
+/// A signing thread's result: (signatures made, kept).
+type Totals = Result<(usize, usize), SignError>;
 
 /// Where each batch of `entries` (then of `made`) starts among the RRsets
 /// a signing signs, in the order the batches make them (each name's
@@ -694,7 +777,7 @@ impl Work<'_> {
 /// element: the ranks that spread expirations over the jitter window.
 fn batch_ranks(
     entries: &[Entry],
-    made: &[OwnedRRset],
+    (made, apex_sets): (&[OwnedRRset], usize),
     per_batch: usize,
     context: &Context,
 ) -> Vec<u64> {
@@ -703,9 +786,13 @@ fn batch_ranks(
         let nsec = context.nsec_ttl.is_some() && entry.kind != Kind::EmptyNonTerminal;
         entry.signed_rrsets().filter(|s| !replaced(s)).count() as u64 + u64::from(nsec)
     };
+    // The apex's batch signs the apex's made sets too.
+    let with_apex = |(i, count): (usize, u64)| count + if i == 0 { apex_sets as u64 } else { 0 };
     let counts = (entries.chunks(per_batch))
         .map(|batch| batch.iter().map(signed).sum::<u64>())
-        .chain(made.chunks(per_batch).map(|batch| batch.len() as u64));
+        .enumerate()
+        .map(with_apex)
+        .chain((made[apex_sets..].chunks(per_batch)).map(|batch| batch.len() as u64));
     let mut ranks = vec![0];
     for count in counts {
         ranks.push(ranks[ranks.len() - 1] + count);

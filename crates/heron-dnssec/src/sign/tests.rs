@@ -867,3 +867,137 @@ fn batches_signed_while_the_builder_fills_all_reach_the_zone() {
     let build = |b: ZoneBuilder| build(b, 0, 0).unwrap().zone;
     assert_eq!(dump(&build(beside)), dump(&build(alone)));
 }
+
+/// The lines of a built signed zone, sorted.
+fn built_lines(z: &Zone) -> Vec<String> {
+    let mut text = Vec::new();
+    let mut lines = heron_zone::zone::LineWriter::new();
+    for node in z.nodes_in_canonical_order() {
+        lines.node(&mut text, &node, &|_| false);
+    }
+    let mut lines: Vec<String> = String::from_utf8(text)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// With [`ZONE`]'s delegations (one secure), glue, empty non-terminals
+/// and wildcard: names occluded by a DNAME, and DNSSEC records of the
+/// zone's own for the signer to replace.
+const TEXT_ZONE_MORE: &str = "\
+@ IN DNSKEY 257 3 13 K8R8JhlBUolrX0m0QdIAwp60umFcuNNuVVuzRbDcoBCa74pGzwfgj9IYAdYGgidUEPjoYtPek5slxUq8Sjj3lg==
+@ IN NSEC www.example. SOA NS RRSIG NSEC DNSKEY
+moved IN DNAME elsewhere.example.
+x.moved IN A 192.0.2.6
+";
+
+fn text_zone() -> Zone {
+    zone(&format!("{ZONE}{TEXT_ZONE_MORE}"), "example.")
+}
+
+/// Signing to text writes the lines of the zone `sign_zone` builds, for
+/// every kind of denial and with the SOA replaced (Ed25519 signs the
+/// same bytes to the same signature, so the lines are equal).
+#[test]
+fn the_text_signed_is_the_zone_signed_line_for_line() {
+    let z = text_zone();
+    let keys = csk(Algorithm::Ed25519);
+    for denial in [Denial::Nsec, nsec3(false), nsec3(true)] {
+        for serial in [None, Some(8)] {
+            let cfg = SignConfig {
+                serial,
+                ..config(denial.clone())
+            };
+            let built = sign_zone(&z, &keys, &cfg, NOW).unwrap();
+            let mut out = Vec::new();
+            let written = sign_zone_to_text(&z, &keys, &cfg, NOW, &mut out).unwrap();
+            let mut lines: Vec<String> = String::from_utf8(out)
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect();
+            lines.sort();
+            assert_eq!(
+                lines,
+                built_lines(&built.zone),
+                "{denial:?} serial {serial:?}"
+            );
+            assert_eq!(written.records, built.zone.record_count());
+            assert_eq!(written.signatures, built.signatures);
+            assert!(
+                lines.iter().all(|l| !l.contains("K8R8JhlBUolrX0m0")),
+                "the zone's own DNSKEY replaced"
+            );
+        }
+    }
+}
+
+/// A zone signed in many batches on two threads: every line is written
+/// once, and every name's lines come in canonical order (the NSEC3 chain
+/// after them), whichever thread signed it.
+#[test]
+fn a_zone_signed_to_text_in_many_batches_comes_out_whole_and_in_order() {
+    let mut text =
+        String::from("$ORIGIN big.\n$TTL 300\n@ SOA ns hm 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n");
+    for i in 0..3000 {
+        match i % 10 {
+            9 => text.push_str(&format!("d{i} NS ns.d{i}\nns.d{i} A 198.51.100.1\n")),
+            _ => text.push_str(&format!("h{i} A 192.0.2.2\nh{i} TXT \"t{i}\"\n")),
+        }
+    }
+    let z = zone(&text, "big.");
+    let keys = csk(Algorithm::Ed25519);
+    for denial in [Denial::Nsec, nsec3(false)] {
+        let cfg = config(denial.clone());
+        let entries = plan(&z);
+        let made = signer_records(&z, &entries, &keys, &cfg).unwrap();
+        let context = Context::new(&z, &made, (&keys, None), &cfg, NOW);
+        let mut out = Vec::new();
+        let lines = text::Lines::new(&z, &entries, false, &mut out);
+        let work = Work::new(&entries, &made, &context, Sink::Text(lines));
+        assert!(work.batches() > 8, "{} batches", work.batches());
+        work.sign_to_text_on(2).unwrap();
+        drop(work);
+        let out = String::from_utf8(out).unwrap();
+        let fields = |l: &str| l.split(' ').map(String::from).collect::<Vec<_>>();
+        let is_chain = |f: &[String]| f[3] == "NSEC3" || (f[3] == "RRSIG" && f[4] == "NSEC3");
+        let (names, chain): (Vec<Vec<String>>, Vec<Vec<String>>) =
+            out.lines().map(fields).partition(|f| !is_chain(f));
+        let chain_starts = out.lines().position(|l| is_chain(&fields(l)));
+        assert_eq!(
+            chain_starts.unwrap_or(names.len()),
+            names.len(),
+            "the chain comes last"
+        );
+        assert_eq!(chain.is_empty(), denial == Denial::Nsec);
+        let owners: Vec<Name> = names.iter().map(|f| Name::parse(&f[0]).unwrap()).collect();
+        let in_order = (owners.windows(2))
+            .all(|w| heron_proto::name::canonical_cmp(w[0].as_wire(), w[1].as_wire()).is_le());
+        assert!(in_order, "{denial:?}: names out of canonical order");
+        let mut lines: Vec<&str> = out.lines().collect();
+        lines.sort();
+        let built = sign_zone(&z, &keys, &cfg, NOW).unwrap();
+        assert_eq!(lines, built_lines(&built.zone), "{denial:?}");
+    }
+}
+
+/// A writer that fails: the signing stops with the error, no panic.
+#[test]
+fn a_signed_zone_that_cannot_be_written_is_an_error() {
+    struct Full;
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("no room"))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let z = text_zone();
+    let keys = csk(Algorithm::EcdsaP256Sha256);
+    let e = sign_zone_to_text(&z, &keys, &config(Denial::Nsec), NOW, &mut Full).unwrap_err();
+    assert!(e.0.contains("no room"), "{}", e.0);
+}

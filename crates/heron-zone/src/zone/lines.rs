@@ -26,8 +26,13 @@ impl LineWriter {
 
     /// Takes `node`'s owner for the lines that follow.
     pub fn start(&mut self, node: &Node) {
+        self.start_owner(node.owner_wire());
+    }
+
+    /// Takes `owner` (a name in wire form) for the lines that follow.
+    pub fn start_owner(&mut self, owner: &[u8]) {
         self.owner.clear();
-        push_name_text(&mut self.owner, node.owner_wire());
+        push_name_text(&mut self.owner, owner);
     }
 
     /// Appends one line of the node last started.
