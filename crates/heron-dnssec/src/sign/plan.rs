@@ -79,11 +79,16 @@ pub(super) fn signer_only(zone: &Zone, key: &[u8]) -> Option<Kind> {
 }
 
 pub fn plan(zone: &Zone) -> Vec<Entry<'_>> {
+    plan_of(zone, zone.nodes_in_canonical_order())
+}
+
+/// [`plan`] of `zone`'s nodes given in canonical order.
+pub(super) fn plan_of<'z>(zone: &'z Zone, nodes: impl Iterator<Item = Node<'z>>) -> Vec<Entry<'z>> {
     let mut entries = Vec::with_capacity(zone.node_count());
     // The last delegation or DNAME owner: its descendants, which follow
     // it in canonical order, are not authoritative.
     let mut occluding: Option<&[u8]> = None;
-    for node in zone.nodes_in_canonical_order() {
+    for node in nodes {
         let key = node.key();
         if occluding.is_some_and(|top| key.len() > top.len() && ends_with_name(key, top)) {
             continue;

@@ -956,7 +956,8 @@ fn a_zone_signed_to_text_in_many_batches_comes_out_whole_and_in_order() {
         let made = signer_records(&z, &entries, &keys, &cfg).unwrap();
         let context = Context::new(&z, &made, (&keys, None), &cfg, NOW);
         let mut out = Vec::new();
-        let lines = text::Lines::new(&z, &entries, false, &mut out);
+        let nodes = z.nodes_in_canonical_order().collect();
+        let lines = text::Lines::new(&z, nodes, &entries, false, &mut out);
         let work = Work::new(&entries, &made, &context, Sink::Text(lines));
         assert!(work.batches() > 8, "{} batches", work.batches());
         work.sign_to_text_on(2).unwrap();

@@ -19,7 +19,7 @@ use heron_proto::RType;
 use heron_zone::Zone;
 use heron_zone::zone::{LineWriter, Node};
 
-use super::plan::{Entry, from_signer, plan};
+use super::plan::{Entry, from_signer, plan_of};
 use super::{
     Batch, Context, Job, OwnedRRset, SignConfig, SignError, Sink, Work, ZoneKey, check_keys,
     signer_records, signing_threads,
@@ -47,10 +47,12 @@ pub fn sign_zone_to_text(
     out: &mut (dyn Write + Send),
 ) -> Result<SignedText, SignError> {
     check_keys(keys)?;
-    let entries = plan(zone);
+    // Sorted once for the plan and the text (by themselves, each sorted).
+    let nodes: Vec<Node> = zone.nodes_in_canonical_order().collect();
+    let entries = plan_of(zone, nodes.iter().copied());
     let made = signer_records(zone, &entries, keys, config)?;
     let context = Context::new(zone, &made, (keys, None), config, now);
-    let lines = Lines::new(zone, &entries, context.soa_replaced, out);
+    let lines = Lines::new(zone, nodes, &entries, context.soa_replaced, out);
     let work = Work::new(&entries, &made, &context, Sink::Text(lines));
     let threads = signing_threads(entries.len() + made.len(), work.batches());
     let (signatures, _) = work.sign_to_text_on(threads)?;
@@ -99,13 +101,14 @@ struct Ordered<'o> {
 }
 
 impl<'a> Lines<'a> {
+    /// `nodes`: every node of `zone` in canonical order.
     pub(super) fn new(
         zone: &'a Zone,
+        nodes: Vec<Node<'a>>,
         entries: &[Entry<'a>],
         soa_replaced: bool,
         out: &'a mut (dyn Write + Send),
     ) -> Lines<'a> {
-        let nodes: Vec<Node<'a>> = zone.nodes_in_canonical_order().collect();
         // The plan's names are some of the nodes, in the same order.
         let mut at = 0;
         let node_of_entry = (entries.iter())
