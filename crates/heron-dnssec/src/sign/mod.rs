@@ -614,9 +614,6 @@ impl<'a> Work<'a> {
     /// scheduler tick to get the idle core.)
     fn sign_on(&self, threads: usize, fill: Fill) -> Result<(usize, usize), SignError> {
         let batches = self.batches();
-        if let Sink::Text(_) = self.sink {
-            return self.sign_to_text_on(threads);
-        }
         let mut builder = self.builder().lock().expect("no signing thread panicked");
         if threads == 1 {
             // A small zone (most zones) is signed on the calling thread:

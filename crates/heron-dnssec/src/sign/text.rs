@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::ops::Range;
-use std::sync::Mutex;
 use std::sync::atomic::Ordering;
+use std::sync::{Mutex, OnceLock};
 
 use heron_proto::RType;
 use heron_zone::Zone;
@@ -46,30 +46,112 @@ pub fn sign_zone_to_text(
     now: u64,
     out: &mut (dyn Write + Send),
 ) -> Result<SignedText, SignError> {
+    let helpers = signing_threads(zone.node_count(), usize::MAX) - 1;
+    sign_to_text_with(zone, (keys, config, now), out, helpers)
+}
+
+/// What a signing is given besides the zone: keys, policy, the time.
+type Given<'g> = (&'g [ZoneKey], &'g SignConfig, u64);
+
+/// [`sign_zone_to_text`] with `helpers` threads besides this one. They are
+/// started first and wait while this thread plans the signing: a thread
+/// started as the signing begins was often queued behind its parent, on
+/// its core, for one to four milliseconds.
+pub(super) fn sign_to_text_with(
+    zone: &Zone,
+    (keys, config, now): Given,
+    out: &mut (dyn Write + Send),
+    helpers: usize,
+) -> Result<SignedText, SignError> {
     check_keys(keys)?;
-    // Sorted once for the plan and the text (by themselves, each sorted).
+    let prepared = OnceLock::new();
+    let ready: OnceLock<Option<Work>> = OnceLock::new();
+    let signed = std::thread::scope(|scope| {
+        let helpers: Vec<_> = (0..helpers)
+            .map(|_| scope.spawn(|| ready.wait().as_ref().map_or(Ok((0, 0)), Work::worker_all)))
+            .collect();
+        let work = (prepare(zone, keys, config, now))
+            .map(|p| prepared.get_or_init(|| p))
+            .map(|p| {
+                Work::new(
+                    &p.entries,
+                    &p.made,
+                    &p.context,
+                    Sink::Text(p.lines(zone, out)),
+                )
+            });
+        let (work, failed) = match work {
+            Ok(work) => (Some(work), None),
+            Err(e) => (None, Some(e)),
+        };
+        let mine = ready.get_or_init(|| work).as_ref().map(Work::worker_all);
+        let theirs = super::joined(helpers);
+        match (failed, mine, theirs) {
+            (Some(e), _, _) => Err(e),
+            (None, Some(Ok(mine)), Ok(theirs)) => Ok((mine.0 + theirs.0, mine.1 + theirs.1)),
+            (None, Some(Err(e)), _) | (None, _, Err(e)) => Err(e),
+            (None, None, _) => unreachable!("a signing planned has its work"),
+        }
+    });
+    let Some(Some(work)) = ready.into_inner() else {
+        return Err(signed.expect_err("no signing without a plan"));
+    };
+    let (signatures, _) = signed?;
+    finish(work, signatures)
+}
+
+/// What a signing to text needs before its threads can start.
+struct Prepared<'z> {
+    /// Every node of the zone in canonical order (sorted once for the plan
+    /// and the text; by themselves each sorted).
+    nodes: Vec<Node<'z>>,
+    entries: Vec<Entry<'z>>,
+    made: Vec<OwnedRRset>,
+    context: Context<'z>,
+}
+
+fn prepare<'z>(
+    zone: &'z Zone,
+    keys: &'z [ZoneKey],
+    config: &SignConfig,
+    now: u64,
+) -> Result<Prepared<'z>, SignError> {
     let nodes: Vec<Node> = zone.nodes_in_canonical_order().collect();
     let entries = plan_of(zone, nodes.iter().copied());
     let made = signer_records(zone, &entries, keys, config)?;
     let context = Context::new(zone, &made, (keys, None), config, now);
-    let lines = Lines::new(zone, nodes, &entries, context.soa_replaced, out);
-    let work = Work::new(&entries, &made, &context, Sink::Text(lines));
-    let threads = signing_threads(entries.len() + made.len(), work.batches());
-    let (signatures, _) = work.sign_to_text_on(threads)?;
+    Ok(Prepared {
+        nodes,
+        entries,
+        made,
+        context,
+    })
+}
+
+impl<'z> Prepared<'z> {
+    fn lines<'p>(&'p self, zone: &'z Zone, out: &'p mut (dyn Write + Send)) -> Lines<'p> {
+        Lines::new(
+            zone,
+            &self.nodes,
+            &self.entries,
+            self.context.soa_replaced,
+            out,
+        )
+    }
+}
+
+/// The totals of a signing whose threads have all finished, its text
+/// flushed.
+fn finish(work: Work, signatures: usize) -> Result<SignedText, SignError> {
     let Sink::Text(lines) = work.sink else {
         unreachable!("made to write text")
     };
-    let mut written = lines
-        .ordered
-        .into_inner()
-        .expect("no signing thread panicked");
+    let mut written = (lines.ordered.into_inner()).expect("no signing thread panicked");
+    let failed = |e: io::Error| SignError(format!("writing the signed zone: {e}"));
     if let Some(e) = written.error.take() {
-        return Err(SignError(format!("writing the signed zone: {e}")));
+        return Err(failed(e));
     }
-    written
-        .out
-        .flush()
-        .map_err(|e| SignError(format!("writing the signed zone: {e}")))?;
+    written.out.flush().map_err(failed)?;
     Ok(SignedText {
         signatures,
         records: written.records,
@@ -82,7 +164,7 @@ pub fn sign_zone_to_text(
 pub(super) struct Lines<'a> {
     /// Every node of the zone in canonical order, those the signer leaves
     /// out of its plan (glue, occluded names) included.
-    nodes: Vec<Node<'a>>,
+    nodes: &'a [Node<'a>],
     /// Where each entry of the plan is in `nodes`.
     node_of_entry: Vec<usize>,
     apex: &'a [u8],
@@ -104,7 +186,7 @@ impl<'a> Lines<'a> {
     /// `nodes`: every node of `zone` in canonical order.
     pub(super) fn new(
         zone: &'a Zone,
-        nodes: Vec<Node<'a>>,
+        nodes: &'a [Node<'a>],
         entries: &[Entry<'a>],
         soa_replaced: bool,
         out: &'a mut (dyn Write + Send),
@@ -281,18 +363,8 @@ impl<'j> Text<'j> {
 }
 
 impl Work<'_> {
-    /// Signs every batch on `threads` threads, each writing the text of
-    /// the batches it signs: (signatures made, kept).
-    pub(super) fn sign_to_text_on(&self, threads: usize) -> Result<(usize, usize), SignError> {
-        let batches = self.batches();
-        if threads == 1 {
-            return self.worker(batches, None);
-        }
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| scope.spawn(|| self.worker(batches, None)))
-                .collect();
-            super::joined(workers)
-        })
+    /// Takes and signs batches until none is left, writing their text.
+    fn worker_all(&self) -> Result<(usize, usize), SignError> {
+        self.worker(self.batches(), None)
     }
 }
