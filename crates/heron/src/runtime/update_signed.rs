@@ -251,12 +251,20 @@ fn carry(zone: &Zone, steps: &[ZoneDiff]) -> Result<Option<Zone>, String> {
             _ => {}
         }
     }
-    if deleted.is_empty() && added.is_empty() {
+    let old_soa = diff(zone, zone).old_soa;
+    // An SOA an update changed (its TTL, names or timers) is carried at
+    // the file's serial: the signer moves the serial on (black-box
+    // finding DI-1: a restart put back the file's SOA).
+    let new_soa = soa_updated(steps)
+        .map(|soa| with_serial(soa.clone(), zone.serial()))
+        .filter(|soa| *soa != old_soa);
+    if deleted.is_empty() && added.is_empty() && new_soa.is_none() {
         return Ok(None);
     }
     // The signatures over the RRsets changed go too (the signer makes
     // them anew): a name left without data must not keep any.
     let mut touched: Vec<(Name, RType)> = (deleted.iter().chain(&added))
+        .chain(new_soa.as_ref())
         .map(|r| (r.owner.to_lowercase(), r.rtype))
         .collect();
     touched.sort();
@@ -264,10 +272,9 @@ fn carry(zone: &Zone, steps: &[ZoneDiff]) -> Result<Option<Zone>, String> {
     for (owner, rtype) in touched {
         deleted.extend(signatures_over(zone, &owner, rtype));
     }
-    let soa = diff(zone, zone).old_soa;
     let step = ZoneDiff {
-        old_soa: soa.clone(),
-        new_soa: soa,
+        new_soa: new_soa.unwrap_or_else(|| old_soa.clone()),
+        old_soa,
         deleted,
         added,
     };
@@ -517,9 +524,23 @@ fn carry_unsigned_steps(
     Ok(next)
 }
 
+/// The SOA the journal's last step ends at, when some step changed more
+/// than its serial (an update of the SOA's TTL, names or timers); None
+/// when only serials moved (the signer's and the updates' steps).
+fn soa_updated(steps: &[ZoneDiff]) -> Option<&DiffRecord> {
+    let unserialed = |soa: &DiffRecord| with_serial(soa.clone(), 0);
+    let changed = |s: &ZoneDiff| unserialed(&s.old_soa) != unserialed(&s.new_soa);
+    let last = steps.last()?;
+    steps.iter().any(changed).then_some(&last.new_soa)
+}
+
 /// The zone's SOA record with `serial`.
 pub(crate) fn soa_with_serial(zone: &Zone, serial: u32) -> heron_zone::diff::DiffRecord {
-    let mut soa = heron_zone::diff::diff(zone, zone).new_soa;
+    with_serial(heron_zone::diff::diff(zone, zone).new_soa, serial)
+}
+
+/// The SOA record `soa` with `serial`.
+fn with_serial(mut soa: DiffRecord, serial: u32) -> DiffRecord {
     let rdata = &mut soa.rdata;
     let names = heron_proto::name::skip_compressed(rdata, 0)
         .and_then(|(end, _)| heron_proto::name::skip_compressed(rdata, end));
