@@ -1240,7 +1240,23 @@ fn an_ixfr_refused_or_broken_falls_back_to_axfr_and_says_so() {
 /// check and the zone stayed at a serial no primary had, forever.
 #[test]
 fn a_primary_whose_serial_went_back_lets_the_zone_expire_then_gives_its_version() {
-    let setup = FakeSetup::new("serial-back", 1);
+    a_primary_not_newer_lets_the_zone_expire("serial-back", 10, "is older than ours, 20");
+}
+
+/// A primary whose serial is 2^31 from ours, which RFC 1982 leaves
+/// neither newer nor older, fails the check the same way (black-box
+/// finding DJ-3: it counted as a good check and the zone never expired).
+#[test]
+fn a_primary_serial_2_to_the_31_away_lets_the_zone_expire_too() {
+    let apart = 20 + (1u32 << 31);
+    let said = "is 2^31 from ours, 20: neither newer nor older";
+    a_primary_not_newer_lets_the_zone_expire("serial-apart", apart, said);
+}
+
+/// The zone at serial 20; its primary then says `serial`: the check fails
+/// saying `why`, the zone expires on time and then takes that version.
+fn a_primary_not_newer_lets_the_zone_expire(tag: &str, serial: u32, why: &str) {
+    let setup = FakeSetup::new(tag, 1);
     let primary = &setup.primary;
     primary.set_timers(1, 1, 6);
     primary.set_serial(20);
@@ -1250,23 +1266,23 @@ fn a_primary_whose_serial_went_back_lets_the_zone_expire_then_gives_its_version(
     let heron = start_serving(port, "ready.test", &config);
     let sec = heron.addr();
     assert!(eventually(|| setup.all_at(sec, 20)), "{}", heron.log());
-    primary.set_serial(10);
-    let said = format!("{}: its serial 10 is older than ours, 20", primary.addr());
+    primary.set_serial(serial);
+    let said = format!("{}: its serial {serial} {why}", primary.addr());
     assert!(heron.wait_for_log(&said), "{}", heron.log());
     // Shown as up, with the serial it said (black-box finding: "down",
     // and the metric kept ours).
     let row = zone_status(&socket, &setup.zones[0]);
-    assert_eq!(row["primary_serial"], 10, "{row}");
+    assert_eq!(row["primary_serial"], serial, "{row}");
     assert_eq!(row["primaries"][0]["reachable"], true, "{row}");
     let error = row["primaries"][0]["last_error"].as_str().unwrap_or("");
-    assert!(error.contains("older than ours"), "{row}");
+    assert!(error.contains(why), "{row}");
     let zone = &setup.zones[0];
     let expired_first = eventually_within(Duration::from_secs(20), || {
-        rcode(sec, &format!("www.{zone}")) == Some(Rcode::SERVFAIL) || setup.all_at(sec, 10)
+        rcode(sec, &format!("www.{zone}")) == Some(Rcode::SERVFAIL) || setup.all_at(sec, serial)
     });
     assert!(expired_first, "{}", heron.log());
     assert!(
-        eventually_within(Duration::from_secs(20), || setup.all_at(sec, 10)),
+        eventually_within(Duration::from_secs(20), || setup.all_at(sec, serial)),
         "{}",
         heron.log()
     );

@@ -930,7 +930,7 @@ impl Driver {
         self.answer_waiters(zone);
     }
 
-    /// A primary whose serial is older than ours (RFC 1982: restored from
+    /// A primary whose serial is older than ours, or 2^31 from it (RFC 1982: restored from
     /// a backup, its zone rebuilt) fails the check, as at BIND, Knot and
     /// NSD: the next primary is asked, and with none newer the zone
     /// expires on time, then takes the primary's version. It counted as
@@ -946,8 +946,18 @@ impl Driver {
             .and_then(|e| e.zone.primaries.get(primary))
             .map(|p| p.addr);
         match (have, addr) {
-            (Some(have), Some(addr)) if crate::serial::is_newer(have, *serial) => {
-                let detail = format!("its serial {serial} is older than ours, {have}");
+            // 2^31 apart, RFC 1982 leaves the two unordered: not newer,
+            // so it fails as an older one does (black-box finding DJ-3:
+            // it counted as a good check, the zone never expired).
+            (Some(have), Some(addr))
+                if have != *serial && !crate::serial::is_newer(*serial, have) =>
+            {
+                let detail = match crate::serial::is_newer(have, *serial) {
+                    true => format!("its serial {serial} is older than ours, {have}"),
+                    false => format!(
+                        "its serial {serial} is 2^31 from ours, {have}: neither newer nor older (RFC 1982)"
+                    ),
+                };
                 Exchanged::Serial(Err(Failed {
                     failure: Failure::Failed,
                     reason: format!("{addr}: {detail}"),
