@@ -14,10 +14,16 @@ use heron_proto::name::push_escaped_name_byte;
 /// origin.
 pub const ZONE_PLACEHOLDER: &str = "{zone}";
 
+/// The longest suffix Heron adds to a zone's file name for a file beside
+/// it: a journal set aside, numbered (`unused_name` counts to 999).
+/// `.jnl.reused.tmp`, `.jnl.carried.tmp`, `.key-directory.tmp` and the
+/// others are no longer (black-box finding DJ-1: room for `.jnl.tmp`
+/// alone left them past NAME_MAX).
+pub const LONGEST_SUFFIX: &str = ".jnl.unapplied.999";
+
 /// The longest file name a zone's file may have: the 255 octets Linux
-/// file systems allow (NAME_MAX), less room for the suffixes added to it
-/// (`.jnl.tmp`).
-const MAX_FILE_NAME: usize = 255 - ".jnl.tmp".len();
+/// file systems allow (NAME_MAX), less room for [`LONGEST_SUFFIX`].
+const MAX_FILE_NAME: usize = 255 - LONGEST_SUFFIX.len();
 
 /// The stem of the root zone's file.
 const ROOT_STEM: &str = "root";
@@ -292,7 +298,10 @@ mod tests {
         let group = pattern_file(&format!("{MEMBERS}/{{zone}}.zone"), &stem);
         assert_eq!(
             group,
-            format!("{MEMBERS}/{}.zone", fitting_stem(&stem, 242))
+            format!(
+                "{MEMBERS}/{}.zone",
+                fitting_stem(&stem, MAX_FILE_NAME - ".zone".len())
+            )
         );
         assert!(group.ends_with(&format!("~{:016x}.zone", fnv_1a(&stem))));
     }

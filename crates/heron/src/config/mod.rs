@@ -2324,7 +2324,7 @@ mod tests_support {
 mod tests {
     use super::tests_support::parse;
     use super::*;
-    use heron_xfr::secondary::kept_file::fitting_stem;
+    use heron_xfr::secondary::kept_file::{LONGEST_SUFFIX, fitting_stem};
 
     #[test]
     fn query_acls_blackhole_and_nsid_are_read() {
@@ -3485,8 +3485,8 @@ udp-coalesce-us = 1001
     }
 
     /// A 247-octet origin (245 characters) in a pattern with a prefix and
-    /// a suffix: its file name is shortened to fit NAME_MAX with the
-    /// journal's and the temporary file's suffixes, readable and distinct;
+    /// a suffix: its file name is shortened to fit NAME_MAX with every
+    /// suffix of a file Heron writes beside it, readable and distinct;
     /// shorter names stay as they were, so kept copies made before load.
     /// A group's secondary zones share its pattern for their kept copies
     /// (100,000 zones kept a path each, 7.8 MB); a zone whose configured
@@ -3539,14 +3539,30 @@ udp-coalesce-us = 1001
         assert_ne!(names[0], names[1]);
         let dir = tempfile::tempdir().unwrap();
         for name in &names[..2] {
-            assert_eq!(name.len(), 247, "{name}");
+            assert_eq!(name.len(), 255 - LONGEST_SUFFIX.len(), "{name}");
             assert!(
                 name.starts_with(&format!("secondary-{}", "a".repeat(63))),
                 "{name}"
             );
             assert!(name.ends_with(".zone"), "{name}");
-            // The file, its journal and their temporary files can be made.
-            for suffix in ["", ".tmp", ".jnl", ".jnl.tmp"] {
+            // The file and every file Heron writes beside it can be made.
+            let beside = [
+                "",
+                ".tmp",
+                ".jnl",
+                ".jnl.tmp",
+                ".jnl.reused.tmp",
+                ".jnl.seen.tmp",
+                ".jnl.carried.tmp",
+                ".frozen.tmp",
+                ".signed.tmp",
+                ".rejected.tmp",
+                ".key-directory.tmp",
+                ".consumed.tmp",
+                ".ceded.tmp",
+                LONGEST_SUFFIX,
+            ];
+            for suffix in beside {
                 std::fs::write(dir.path().join(format!("{name}{suffix}")), "").unwrap();
             }
         }

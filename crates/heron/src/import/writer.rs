@@ -182,7 +182,7 @@ const GROUP_AT_LEAST: usize = 3;
 
 /// The zone's file with its origin as `{zone}`, when the origin is in
 /// the file's name once and short enough that Heron keeps the name as
-/// it is (a group's names past 247 octets are shortened with a hash).
+/// it is (a group's names past 237 octets are shortened with a hash).
 fn file_pattern(zone: &Zone) -> Option<String> {
     if zone.catalog_generate || zone.origin == "." || zone.origin.len() > 180 {
         return None;
