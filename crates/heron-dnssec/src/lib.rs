@@ -7,6 +7,7 @@
 
 pub mod dnskey;
 pub mod ds;
+pub mod file_names;
 pub mod import;
 pub mod keys;
 pub mod policy;

@@ -1193,3 +1193,53 @@ fn a_roll_whose_step_fails_says_so() {
     assert!(said.contains("the step that starts it failed"), "{said}");
     assert!(said.contains("the key state file names"), "{said}");
 }
+
+/// Zones whose names do not make plain file names are signed all the
+/// same, their key files, state file and serial file in the key directory
+/// itself: a 240-character origin (black-box finding DJ-2: its key file
+/// name passed NAME_MAX and the zone was never served) and one with a `/`
+/// in a label (DH-3: the key file went into a sub-folder, or nowhere).
+#[test]
+fn zones_with_long_or_slashed_names_are_signed_with_their_files_in_the_key_directory() {
+    let long = format!("{0}.{0}.{0}.{1}.test.", "a".repeat(63), "d".repeat(42));
+    for origin in [long.as_str(), "a\\/b.test."] {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, keys) = (dir.path().join("z.zone"), dir.path().join("keys"));
+        let text =
+            "$TTL 300\n@ SOA ns hm 1 3600 600 86400 60\n@ NS ns\nns A 192.0.2.1\nwww A 192.0.2.2\n";
+        std::fs::write(&file, format!("$ORIGIN {origin}\n{text}")).unwrap();
+        let (f, k, o) = (file.clone(), keys.clone(), origin.to_string());
+        let server = ServerProcess::heron_with_config(&heron(), origin, move |port| {
+            format!(
+                "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+                 [[zone]]\norigin = '{o}'\nfile = \"{}\"\ndnssec-policy = \"default\"\n\
+                 key-directory = \"{}\"\n",
+                f.display(),
+                k.display()
+            )
+        });
+        let out = Command::new("kdig")
+            .args(["@127.0.0.1", "-p", &server.addr().port().to_string()])
+            .args(["+dnssec", "+short", "SOA", origin])
+            .output()
+            .unwrap();
+        let answer = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            answer.contains("SOA"),
+            "{origin}: {answer}\n{}",
+            server.log()
+        );
+        let names: Vec<String> = std::fs::read_dir(&keys)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .inspect(|e| assert!(e.file_type().unwrap().is_file(), "{:?}", e.path()))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names.iter().any(|n| n.ends_with(".csk.heron-key")),
+            "{names:?}"
+        );
+        assert!(names.iter().any(|n| n.ends_with(".keys.json")), "{names:?}");
+        assert!(names.iter().all(|n| n.len() <= 251), "{names:?}");
+    }
+}

@@ -54,6 +54,17 @@ impl KeyRole {
     }
 }
 
+/// The zone's part of its key files' names (`K{this}+013+12345.csk.heron-key`):
+/// its name without the final dot (`.` for the root), escaped and
+/// shortened as [`crate::file_names`] says.
+pub fn key_file_zone(zone: &str) -> String {
+    let zone = zone.trim_end_matches('.');
+    if zone.is_empty() {
+        return ".".to_string();
+    }
+    crate::file_names::zone_in_file_name(zone, "K", "+013+12345.csk.heron-key".len())
+}
+
 /// One key as its file holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyFile {
@@ -96,10 +107,9 @@ impl KeyFile {
     /// The file's name in the key directory: zone, algorithm, key tag.
     pub fn file_name(&self, key: &SigningKey) -> String {
         let tag = key_tag(&key.dnskey_rdata(self.role.flags()));
-        let zone = self.zone.trim_end_matches('.');
-        let zone = if zone.is_empty() { "." } else { zone };
         format!(
-            "K{zone}+{:03}+{tag:05}.{}.heron-key",
+            "K{}+{:03}+{tag:05}.{}.heron-key",
+            key_file_zone(&self.zone),
             self.algorithm.number(),
             self.role.name()
         )

@@ -8,7 +8,7 @@
 
 mod file;
 
-pub use file::{KeyFile, KeyRole, MAX_KEY_FILE};
+pub use file::{KeyFile, KeyRole, MAX_KEY_FILE, key_file_zone};
 
 use std::fmt;
 

@@ -41,24 +41,17 @@ pub struct ZoneKeys {
 }
 
 /// The state file's name for a zone in the key directory: the zone's name
-/// without its final dot (`root` for the root), lower-cased, any octet but
-/// letters, digits, `-`, `_` and `.` as `%XX` (no `/` can leave the
-/// folder), then `.keys.json`.
+/// without its final dot (`root` for the root), lower-cased, escaped and
+/// shortened as [`crate::file_names`] says (no `/` can leave the folder),
+/// then `.keys.json`.
 pub fn file_name(zone: &str) -> String {
     let trimmed = zone.trim_end_matches('.');
     if trimmed.is_empty() {
         return "root.keys.json".to_string();
     }
-    let mut name = String::with_capacity(trimmed.len() + 10);
-    for byte in trimmed.to_ascii_lowercase().bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
-            name.push(char::from(byte));
-        } else {
-            name.push_str(&format!("%{byte:02x}"));
-        }
-    }
-    name.push_str(".keys.json");
-    name
+    let lower = trimmed.to_ascii_lowercase();
+    let suffix = ".keys.json";
+    crate::file_names::zone_in_file_name(&lower, "", suffix.len()) + suffix
 }
 
 /// Why a state file could not be read or written.

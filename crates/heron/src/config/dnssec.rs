@@ -392,10 +392,9 @@ pub fn check_imported_keys(
         return Ok(());
     }
     let zone = origin.to_string().to_ascii_lowercase();
-    let bare = zone.trim_end_matches('.');
     let prefix = format!(
         "K{}+{:03}+",
-        if bare.is_empty() { "." } else { bare },
+        heron_dnssec::keys::key_file_zone(&zone),
         algorithm.number()
     );
     let dir = &signing.key_directory;

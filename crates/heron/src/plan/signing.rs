@@ -519,10 +519,12 @@ fn without_zonemd(zone: &Zone) -> Result<Option<Zone>, String> {
 fn served_serial_path(dir: &Path, origin: &Name) -> std::path::PathBuf {
     let zone = origin.to_string().to_ascii_lowercase();
     let zone = zone.trim_end_matches('.');
-    dir.join(format!(
-        "{}.heron-serial",
-        if zone.is_empty() { "root" } else { zone }
-    ))
+    let suffix = ".heron-serial";
+    let zone = match zone.is_empty() {
+        true => "root".to_string(),
+        false => heron_dnssec::file_names::zone_in_file_name(zone, "", suffix.len()),
+    };
+    dir.join(zone + suffix)
 }
 
 /// The signed zones (lower-cased origins) whose file, about to be
