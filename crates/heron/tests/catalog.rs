@@ -998,12 +998,14 @@ fn a_member_configured_by_hand_from_its_kept_file_is_served() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The other order: a catalog lists a zone already configured by hand,
-/// so its version is rejected (nothing of it served); once a reload takes
-/// the hand's zone out, the version served is read again and its members
-/// served, without waiting for the catalog's next serial.
+/// The other order: a catalog lists a zone already configured by hand.
+/// That member is ignored with an error and the rest of the version taken
+/// (RFC 9432 5.2; black-box finding DJ-4: the whole version was
+/// rejected); once a reload takes the hand's zone out, the version served
+/// is read again and the member served, without waiting for the
+/// catalog's next serial.
 #[test]
-fn a_catalog_rejected_for_a_zone_by_hand_is_taken_when_the_hand_lets_go() {
+fn a_catalog_member_by_hand_is_ignored_and_taken_when_the_hand_lets_go() {
     let dir = work_dir("hand-lets-go");
     let (primary, consumer_port, config) = primary_of_a_and_b(&dir);
     let hand = dir.join("b-by-hand.zone");
@@ -1015,13 +1017,18 @@ fn a_catalog_rejected_for_a_zone_by_hand_is_taken_when_the_hand_lets_go() {
     let consumer = ServerProcess::heron_on_port(&heron(), consumer_port, "b.test", &by_hand)
         .unwrap_or_else(|log| panic!("Heron did not start: {log}"));
     let addr = consumer.addr();
+    let said = "PTR b.test.: the zone is configured by hand already: that member is ignored";
     assert!(
-        eventually(|| consumer.log().contains("configured by hand already")),
+        eventually(|| consumer.log().contains(said)),
         "{}",
         consumer.log()
     );
     assert_eq!(zone_serial(addr, "b.test"), Some(77));
-    assert_eq!(rcode(addr, "a.test", RType::SOA), Some(Rcode::REFUSED));
+    assert!(
+        eventually(|| zone_serial(addr, "a.test") == Some(1)),
+        "{}",
+        consumer.log()
+    );
 
     let socket = dir.join("ctl.sock");
     reconfigure(&consumer, &socket, &config);

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use heron_proto::Name;
-use heron_xfr::catalog_zone::{self, Change, Member, MemberSet, Problem};
+use heron_xfr::catalog_zone::{self, Change, Member, MemberSet, Members, Problem};
 use heron_xfr::journal::serial_of;
 use heron_xfr::primary::ZonePolicy;
 use heron_xfr::secondary::refresh::SecondaryZone;
@@ -78,6 +78,10 @@ struct Consumer {
     /// Why the newest version seen was rejected, while it is the newest
     /// (for `heron ctl zone-status`).
     rejected: Option<String>,
+    /// The members of the version taken that are configured by hand, so
+    /// ignored: the version is read again at a reload (which may have let
+    /// go of them).
+    ignored: Vec<Name>,
 }
 
 impl Consumers {
@@ -90,6 +94,7 @@ impl Consumers {
                     members: MemberSet::default(),
                     consumed: None,
                     rejected: None,
+                    ignored: Vec::new(),
                 };
                 (consumer.config.zone.to_lowercase(), consumer)
             })
@@ -177,6 +182,7 @@ impl Consumers {
                     members: MemberSet::default(),
                     consumed: None,
                     rejected: None,
+                    ignored: Vec::new(),
                 };
                 self.catalogs.insert(key, consumer);
                 continue;
@@ -345,7 +351,7 @@ impl Consumers {
             move |z: &Name| configured(z) && !owner.contains_key(&z.to_lowercase())
         });
         let consumer = self.catalogs.get_mut(&key)?;
-        if consumer.consumed == Some(zone.serial()) {
+        if consumer.consumed == Some(zone.serial()) && consumer.ignored.is_empty() {
             return None;
         }
         // A version older than the one taken is not a change to take: a
@@ -691,35 +697,32 @@ impl Consumer {
             }
             None => Vec::new(),
         };
+        // Members configured by hand are ignored, with an error, and the
+        // rest of the version taken (RFC 9432 5.2; black-box finding
+        // DJ-4: one such name rejected the whole version). Those the
+        // steps leave alone were members before their zone was configured
+        // by hand: the configuration is followed, as at a start.
+        self.ignored.clear();
+        let mut ignore = |listed: &mut Members| {
+            if let Some(by_hand) = &by_hand {
+                self.ignored = ignore_configured_by_hand(zone, listed, by_hand);
+            }
+        };
         match touched {
             Some(ids) => {
-                let listed = catalog_zone::parse_members(zone, &ids)?;
+                let mut listed = catalog_zone::parse_members(zone, &ids)?;
+                ignore(&mut listed);
                 let mut problems = self.members.clashes(catalog, &ids, &listed);
                 problems.extend(self.members.over(catalog, &ids, &listed, max));
                 problems.extend(check(&mut listed.values()));
-                // The members the steps leave alone are still listed: one
-                // configured by hand since rejects the version, as a full
-                // transfer of it is rejected. (A reload that takes a
-                // member's file or template forgets the member.)
-                if let Some(by_hand) = &by_hand {
-                    let untouched =
-                        (self.members.members().values()).filter(|m| !ids.contains(&m.id[..]));
-                    let no_file = |_: &Member| None;
-                    problems.extend(catalog_zone::check(
-                        catalog,
-                        untouched,
-                        by_hand,
-                        no_file,
-                        |_| true,
-                    ));
-                }
                 match problems.is_empty() {
                     true => Ok(self.members.update(&ids, listed)),
                     false => Err(problems),
                 }
             }
             None => {
-                let members = catalog_zone::parse_zone_at_most(zone, max)?;
+                let mut members = catalog_zone::parse_zone_at_most(zone, max)?;
+                ignore(&mut members);
                 let problems = check(&mut members.values());
                 match problems.is_empty() {
                     true => Ok(self.members.replace(members)),
@@ -728,6 +731,42 @@ impl Consumer {
             }
         }
     }
+}
+
+/// Takes the members of `listed` configured by hand out of it, with an
+/// error line each (the first [`MAX_PROBLEMS_LOGGED`]); returns their
+/// zones.
+fn ignore_configured_by_hand(
+    catalog: &Zone,
+    listed: &mut Members,
+    by_hand: &impl Fn(&Name) -> bool,
+) -> Vec<Name> {
+    let keys: Vec<Name> = (listed.iter())
+        .filter(|(_, member)| by_hand(&member.zone))
+        .map(|(key, _)| key.clone())
+        .collect();
+    let (origin, serial) = (catalog.origin(), catalog.serial());
+    let mut ignored = Vec::with_capacity(keys.len());
+    for (n, key) in keys.into_iter().enumerate() {
+        let member = listed.remove(&key).expect("listed");
+        if n < MAX_PROBLEMS_LOGGED {
+            let problem = Problem::ConfiguredByHand {
+                zone: member.zone.clone(),
+                owner: catalog_zone::member_owner(origin, &member.id),
+            };
+            tracing::error!(
+                catalog = %origin,
+                serial,
+                "catalog zone {origin} serial {serial}: {problem}: that member is ignored (RFC 9432 5.2)"
+            );
+        }
+        ignored.push(member.zone);
+    }
+    if ignored.len() > MAX_PROBLEMS_LOGGED {
+        let more = ignored.len() - MAX_PROBLEMS_LOGGED;
+        tracing::error!(catalog = %origin, serial, "and {more} more members configured by hand ignored");
+    }
+    ignored
 }
 
 /// The most problems of one rejected version logged one by one: a
@@ -971,8 +1010,11 @@ mod tests {
     /// next version is rejected whether it comes whole or as an IXFR
     /// that touches other members only (an IXFR was taken: black-box
     /// finding).
+    /// A member configured by hand since it was listed: the next
+    /// version is taken all the same, by IXFR and by AXFR (the member is
+    /// the configuration's, not served from the catalog).
     #[test]
-    fn a_member_taken_by_hand_rejects_the_next_version_by_ixfr_and_by_axfr() {
+    fn a_member_taken_by_hand_leaves_the_next_version_taken_by_ixfr_and_by_axfr() {
         let by_hand = |z: &Name| z.eq(&n("hand.test"));
         let v1 = version(
             "cat.test",
@@ -990,19 +1032,23 @@ mod tests {
             consumers.disown(&n("hand.test"));
             let steps = [heron_zone::diff::diff(&v1, &v2)];
             let diffs = by_ixfr.then_some(&steps[..]);
-            assert!(
-                consumers.consume(&v2, diffs, by_hand).is_none(),
+            let taken = consumers.consume(&v2, diffs, by_hand).expect("taken");
+            assert_eq!(
+                summary(&taken),
+                [step("add", "b.test.", Some("cat.test."), 1)],
                 "by IXFR: {by_ixfr}"
             );
-            let why = consumers.rejection(&n("cat.test")).expect("a reason");
-            assert!(why.contains("hand.test"), "{why}");
+            assert_eq!(consumers.rejection(&n("cat.test")), None);
         }
     }
 
+    /// RFC 9432 5.2: a member whose zone is configured by hand is ignored
+    /// (an error said) and the rest of the version taken; once the hand
+    /// lets go, the same version read again serves it.
     #[test]
-    fn a_member_configured_by_hand_rejects_the_version_and_changes_nothing() {
+    fn a_member_configured_by_hand_is_ignored_and_the_rest_taken() {
         let mut consumers = Consumers::new(vec![config("cat.test", false)]);
-        let v1 = version("cat.test", 1, "a.zones PTR a.test.\n");
+        let v1 = version("cat.test", 1, "a.zones PTR a.test.\nr.zones PTR r.test.\n");
         consumers.consume(&v1, None, |_| false).unwrap();
         let v2 = version(
             "cat.test",
@@ -1011,29 +1057,22 @@ mod tests {
         );
         let by_hand = |z: &Name| z.eq(&n("hand.test"));
         let steps = [heron_zone::diff::diff(&v1, &v2)];
-        assert!(consumers.consume(&v2, Some(&steps), by_hand).is_none());
-        // zone-status says why (issue 44: it said nothing).
-        let why = consumers.rejection(&n("cat.test")).expect("a reason");
-        assert!(
-            why.starts_with("serial 2 rejected: ") && why.contains("hand.test"),
-            "{why}"
-        );
-        // The next version, from the rejected one, is read whole against
-        // the version taken last.
-        let v3 = version("cat.test", 3, "b.zones PTR b.test.\n");
-        let steps = ixfr(&mut consumers, &v2, &v3).unwrap();
+        let taken = consumers
+            .consume(&v2, Some(&steps), by_hand)
+            .expect("taken");
+        assert_eq!(summary(&taken), [step("remove", "r.test.", None, 0)]);
+        assert_eq!(consumers.rejection(&n("cat.test")), None);
+        // Read again while the hand holds it: nothing changes.
+        let again = consumers.consume(&v2, None, by_hand).expect("read again");
+        assert!(again.is_empty(), "{:?}", summary(&again));
+        // The hand let go: the same serial, read again, adds it.
+        let let_go = consumers.consume(&v2, None, |_| false).expect("read again");
         assert_eq!(
-            consumers.rejection(&n("cat.test")),
-            None,
-            "taken: nothing to say"
+            summary(&let_go),
+            [step("add", "hand.test.", Some("cat.test."), 1)]
         );
-        assert_eq!(
-            summary(&steps),
-            [
-                step("remove", "a.test.", None, 0),
-                step("add", "b.test.", Some("cat.test."), 1)
-            ]
-        );
+        // Nothing ignored now: the same serial is not read again.
+        assert!(consumers.consume(&v2, None, |_| false).is_none());
     }
 
     #[test]
@@ -1408,15 +1447,17 @@ mod tests {
         let started = consumers.start(|_| Some(&*kept), by_hand);
         let origins: Vec<String> = started.iter().map(|(z, _)| z.origin.to_string()).collect();
         assert_eq!(origins, ["a.test."]);
-        // The primary's next version is checked as usual: hand.test
-        // rejects it, and nothing changes.
+        // The primary's next version is checked as usual: hand.test is
+        // ignored (RFC 9432 5.2), the rest taken; b.test, never started,
+        // has nothing to stop.
         let next = version(
             "cat.test",
             8,
             "a.zones PTR a.test.\ngroup.a.zones TXT \"gold\"\n\
              h.zones PTR hand.test.\ngroup.h.zones TXT \"gold\"\n",
         );
-        assert!(consumers.consume(&next, None, by_hand).is_none());
+        let steps = consumers.consume(&next, None, by_hand).expect("taken");
+        assert_eq!(summary(&steps), []);
         let fixed = version(
             "cat.test",
             9,
