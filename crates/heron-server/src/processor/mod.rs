@@ -875,8 +875,23 @@ impl Processor {
             options::pad(req, q, d.tsig_room(), out);
             sign::response(&d, out);
             size::fit(&self.config, &d, out);
+            self.keep_refusal(&d, out);
         }
         outcome
+    }
+
+    /// A signed UPDATE answered here (NOTAUTH, NOTIMP, REFUSED, FORMERR,
+    /// BADVERS: never handed to the update task): its answer is kept as
+    /// the task's are, so its sender's copy gets it again (black-box
+    /// finding DI-2: the copy, seen as resent, went unanswered).
+    fn keep_refusal(&self, d: &Deferred, out: &[u8]) {
+        if d.q.header.opcode() != heron_proto::Opcode::UPDATE {
+            return;
+        }
+        if let Some(keep) = self.kept_answer(d) {
+            let from = d.req.peer.ip().to_canonical();
+            keep.answers.keep(keep.request, from, out, keep.until);
+        }
     }
 
     /// A query without a question (RFC 7873 5.4): with cookies on, a

@@ -1587,6 +1587,24 @@ fn a_signed_update_copied_is_applied_once() {
     assert_eq!(events, [Event::Refused(Refusal::TsigReplay)]);
 }
 
+/// A signed UPDATE refused here (a zone not served: NOTAUTH) is answered
+/// again when its sender sends it again (black-box finding DI-2: the copy
+/// counted as resent and went unanswered, so a client whose first answer
+/// was lost timed out instead of learning NOTAUTH).
+#[test]
+fn a_signed_update_refused_at_once_is_refused_again_when_resent() {
+    let p = update_processor();
+    let (bytes, _) = signed(query("nope.test", RType::SOA, Opcode::UPDATE), &key());
+    let (m, first, _) = response(process(&p, &bytes, "192.0.2.9", Transport::Udp));
+    assert_eq!(m.rcode(), Rcode::NOTAUTH);
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let (outcome, out, events) = process(&p, &bytes, "192.0.2.9", transport);
+        assert!(matches!(outcome, Outcome::Response), "{outcome:?}");
+        assert_eq!(out, first, "the same answer again");
+        assert_eq!(events, [Event::Refused(Refusal::UpdateResent)]);
+    }
+}
+
 #[test]
 fn updates_not_taken_are_answered_at_once() {
     let p = update_processor();
