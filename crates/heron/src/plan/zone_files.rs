@@ -1446,13 +1446,19 @@ fn hold_served(
 
 /// Copies the edited zone file a reload did not take to `FILE.rejected`
 /// (the newest such edit), since the next write-back replaces `file`
-/// with the version served; what to add to the error.
+/// with the version served; what to add to the error. The write-back is
+/// asked for at once ([`take_rejected`]): until it, a restart served the
+/// edited file alone and set the updates aside (black-box finding DI-3).
 pub(crate) fn keep_rejected(file: &std::path::Path) -> String {
     use crate::config::shared_files::{REJECTED, beside};
+    REJECTED_FILES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(file.to_path_buf());
     let kept = beside(file, REJECTED);
     match std::fs::copy(file, &kept) {
         Ok(_) => format!(
-            "; the edited file is kept as {} (the next write-back replaces {} with the version served)",
+            "; the edited file is kept as {} ({} is written back with the version served at once; under zonefile-sync = \"never\", by `heron ctl flush`)",
             kept.display(),
             file.display()
         ),
@@ -1461,6 +1467,16 @@ pub(crate) fn keep_rejected(file: &std::path::Path) -> String {
             kept.display()
         ),
     }
+}
+
+/// The zone files whose edit a reload did not take since the last call
+/// (the update task writes those zones back at once).
+static REJECTED_FILES: std::sync::Mutex<Vec<std::path::PathBuf>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The files [`keep_rejected`] kept an edit of since the last call.
+pub(crate) fn take_rejected() -> Vec<std::path::PathBuf> {
+    std::mem::take(&mut *REJECTED_FILES.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// Says so when `file` has records other than `served`'s, or lacks

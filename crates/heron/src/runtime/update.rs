@@ -86,6 +86,7 @@ async fn run(
             // update, or a restart).
             () = transfers.unwritten.reloaded() => {
                 schedule_unwritten(&mut write_back, &transfers);
+                write_rejected_now(&mut write_back, &transfers);
                 continue;
             }
         };
@@ -148,6 +149,25 @@ fn schedule_unwritten(write_back: &mut HashMap<Name, Instant>, transfers: &Trans
         {
             let at = write_back_at(transfers, &origin, *after);
             write_back.insert(origin, at);
+        }
+    }
+}
+
+/// The zones whose edited file the reload did not take are written back
+/// now, not at their `zonefile-sync` time: the file is the version
+/// served again (the edit is in `FILE.rejected`), so a restart before
+/// then does not serve the edit alone and set the updates aside.
+fn write_rejected_now(write_back: &mut HashMap<Name, Instant>, transfers: &Transfers) {
+    let rejected = crate::plan::zone_files::take_rejected();
+    if rejected.is_empty() {
+        return;
+    }
+    for (origin, at) in write_back.iter_mut() {
+        let policy = transfers.primary.policy(origin);
+        if let Some((file, _)) = &policy.update.write_back
+            && rejected.contains(file)
+        {
+            *at = Instant::now();
         }
     }
 }
