@@ -50,8 +50,10 @@ pub enum KeymgrCommand {
         /// csk, ksk or zsk (default: csk, unless the zone has a KSK and a ZSK).
         #[arg(long, value_enum)]
         role: Option<generate::RoleArg>,
-        /// ecdsap256sha256 or ed25519 (default: the zone's policy's, else
-        /// that of its keys, else ecdsap256sha256).
+        /// ecdsap256sha256 or ed25519 (default: that of the policy the zone
+        /// was last signed under, else that of its keys, else
+        /// ecdsap256sha256; the configuration is not read: for a zone not
+        /// signed yet, name its policy's algorithm).
         #[arg(long)]
         algorithm: Option<String>,
     },

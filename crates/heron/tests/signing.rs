@@ -342,6 +342,13 @@ fn a_first_key_of_a_role_the_policy_lacks_is_refused_with_what_to_do() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    // A key made ahead of another algorithm than the policy's: the
+    // signing found no KSK of the policy's (black-box finding DH-1).
+    let said = check_config_refuses(&config("keys = \"ksk-zsk\"\nalgorithm = \"ed25519\""));
+    assert!(
+        said.contains("is of algorithm ecdsap256sha256") && said.contains("--algorithm ed25519"),
+        "{said}"
+    );
 }
 
 #[test]

@@ -598,6 +598,7 @@ fn keys_lost(
 fn first_keys_fit(state: &ZoneKeys, policy: &Policy, dir: &Path, zone: &str) -> Result<(), String> {
     let split_role = |k: &&Key| k.goal == Goal::Omnipresent && k.role != Role::Csk;
     let never_signed = state.policy.is_none();
+    first_keys_algorithm_fits(state, policy, dir, zone)?;
     let csk_policy = policy.keys == heron_dnssec::policy::KeySet::Csk && !policy.insecure;
     let Some(key) = state
         .keys
@@ -616,6 +617,41 @@ fn first_keys_fit(state: &ZoneKeys, policy: &Policy, dir: &Path, zone: &str) -> 
         policy.name,
         dir.display(),
         key.tag
+    ))
+}
+
+/// A zone never signed whose key made ahead (`heron keymgr generate`,
+/// never published) is of another algorithm than its policy's: refused,
+/// saying what to do. A first signing made the policy's other keys
+/// beside it and found no key to sign the DNSKEY RRset (KSK and ZSK), or
+/// served it and planned an algorithm rollover at once, the DS just given
+/// to the parent soon out of use (CSK; black-box finding DH-1). Keys
+/// imported from a signer in use are published, and roll as usual.
+fn first_keys_algorithm_fits(
+    state: &ZoneKeys,
+    policy: &Policy,
+    dir: &Path,
+    zone: &str,
+) -> Result<(), String> {
+    let wanted = policy.algorithm.number();
+    let made_ahead = |k: &&Key| k.goal == Goal::Omnipresent && k.published.is_none();
+    let other = |k: &&Key| made_ahead(k) && k.algorithm != wanted;
+    let never_signed = state.policy.is_none() && !policy.insecure;
+    let Some(key) = state.keys.iter().find(other).filter(|_| never_signed) else {
+        return Ok(());
+    };
+    let theirs = heron_dnssec::keys::Algorithm::from_number(key.algorithm)
+        .map_or(key.algorithm.to_string(), |a| {
+            a.to_string().to_ascii_lowercase()
+        });
+    Err(format!(
+        "the zone's first key {} is of algorithm {theirs} (made ahead by heron keymgr generate),          but policy '{}' signs with {}: delete it (heron keymgr -d {} {zone} delete {}) and make          it again with --algorithm {}, or give the policy algorithm = \"{theirs}\"",
+        key.tag,
+        policy.name,
+        policy.algorithm.to_string().to_ascii_lowercase(),
+        dir.display(),
+        key.tag,
+        policy.algorithm.to_string().to_ascii_lowercase(),
     ))
 }
 
