@@ -14,7 +14,13 @@ use crate::config;
 /// dates of its signatures are not looked at when Heron signs it
 /// (`signed_here`): it signs it anew (black-box finding DG-3).
 fn report_zone(file: &Path, origin: &Name, signed_here: bool) -> bool {
-    let loaded = load_zone_file(file, origin).and_then(|loaded| {
+    // Read as the server reads a zone it signs: its denial chain is the
+    // signer's, not looked for (black-box finding DH-5).
+    let load = match signed_here {
+        true => heron_zone::load_zone_file_to_sign,
+        false => load_zone_file,
+    };
+    let loaded = load(file, origin).and_then(|loaded| {
         match heron_dnssec::zonemd::verify(&loaded.zone) {
             Verdict::Failed(why) => Err(vec![Problem {
                 severity: Severity::Error,

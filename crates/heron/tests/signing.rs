@@ -1250,3 +1250,44 @@ fn zones_with_long_or_slashed_names_are_signed_with_their_files_in_the_key_direc
         assert!(names.iter().all(|n| n.len() <= 251), "{names:?}");
     }
 }
+
+/// A zone file Heron signs that holds a DNSKEY of its own (a zone moved
+/// from another signer) and no NSEC or NSEC3PARAM: no warning tells the
+/// operator to add the chain the signer makes itself (black-box finding
+/// DH-5), in check-config or at the start.
+#[test]
+fn a_zone_signed_here_is_not_warned_of_a_missing_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, keys) = (dir.path().join("w.zone"), dir.path().join("keys"));
+    let dnskey = "@ DNSKEY 257 3 13 K8R8JhlBUolrX0m0QdIAwp60umFcuNNuVVuzRbDcoBCa74pGzwfgj9IYAdYGgidUEPjoYtPek5slxUq8Sjj3lg==";
+    let text = format!(
+        "$ORIGIN w.test.\n$TTL 300\n@ SOA ns hm 1 3600 600 86400 60\n@ NS ns\n{dnskey}\nns A 192.0.2.1\n"
+    );
+    std::fs::write(&file, text).unwrap();
+    let config = |port: u16| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\n\
+             [[zone]]\norigin = \"w.test\"\nfile = \"{}\"\ndnssec-policy = \"default\"\n\
+             key-directory = \"{}\"\n",
+            file.display(),
+            keys.display()
+        )
+    };
+    let path = dir.path().join("heron.toml");
+    std::fs::write(&path, config(1)).unwrap();
+    let out = Command::new(heron())
+        .arg("check-config")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("neither an NSEC"), "{said}");
+    let server = ServerProcess::heron_with_config(&heron(), "w.test.", config);
+    assert!(
+        !server.log().contains("neither an NSEC"),
+        "{}",
+        server.log()
+    );
+}
