@@ -330,6 +330,13 @@ fn the_catalog_keeps_its_serial_across_restarts_and_idle_reloads_and_goes_when_u
         rcode(heron.addr(), CATALOG) == Some(REFUSED)
     });
     assert!(gone, "the catalog is still served\n{}", heron.log());
+    // Configured again: a zone added, not a catalog changed (black-box
+    // finding DJ-5).
+    std::fs::write(heron.dir().join("heron.toml"), &text).unwrap();
+    heron.reload();
+    let added = format!("primary zones added: {CATALOG}");
+    assert!(heron.wait_for_log(&added), "{}", heron.log());
+    assert_eq!(heron.log().matches(&said).count(), 2, "{}", heron.log());
     drop(heron);
     let _ = std::fs::remove_dir_all(&work);
 }

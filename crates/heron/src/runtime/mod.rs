@@ -214,6 +214,36 @@ type Listed = (
 /// `[secondary]` and the TLS trust it names, for the refresh task.
 type SecondarySettings = (crate::config::SecondarySection, TlsClients);
 
+/// After a reload's removals: a consumed catalog that left out a member
+/// configured by hand reads its version again (the hand may have let go),
+/// and the generated catalogs are made anew (into `next`, a zone that
+/// became a catalog replaced), said in `outcome`: one not served before
+/// (in `current`) is a zone added, not a catalog changed (black-box
+/// finding DJ-5), as its removal is a zone removed.
+fn catalogs_after_removals(
+    catalogs: Option<&[GeneratedCatalog]>,
+    xfr: &Transfers,
+    next: &mut Catalog,
+    (outcome, current): (&mut Outcome, &Catalog),
+) {
+    let Some(catalogs) = catalogs else {
+        return;
+    };
+    if let Some(running) = xfr.secondaries.lock().unwrap().as_mut() {
+        running.reconsume(next, &xfr.primary);
+    }
+    let generated = catalog_producer::update_at_reload(catalogs, next);
+    let (added, changed): (Vec<Name>, Vec<Name>) = generated
+        .into_iter()
+        .partition(|z| current.get(z).is_none());
+    for zone in added {
+        if !outcome.added.contains(&zone) {
+            outcome.added.push(zone);
+        }
+    }
+    outcome.generated = changed;
+}
+
 /// What the configuration read again changed, in the reload's outcome.
 fn listed_in(outcome: &mut Outcome, listed: Listed) {
     (
@@ -304,14 +334,8 @@ fn rebuild(
     // A zone served again holding updates is said, as a held zone is.
     let held = [config.held, held_again].concat();
     not_applied(&mut outcome, (config.dnstap_failed, config.warnings), held);
-    // After the removals: a catalog rejected for a hand's zone is taken.
-    if let (Some(_), Some(running)) = (&config.catalogs, xfr.secondaries.lock().unwrap().as_mut()) {
-        running.reconsume(&mut next, &xfr.primary);
-    }
-    // After the removals: a zone that became a catalog is replaced.
-    if let Some(catalogs) = &config.catalogs {
-        outcome.generated = catalog_producer::update_at_reload(catalogs, &mut next);
-    }
+    let catalogs = config.catalogs.as_deref();
+    catalogs_after_removals(catalogs, xfr, &mut next, (&mut outcome, &current));
     take_frozen_edits(&mut next, marked, xfr);
     update::forget_signing_failures(&current, &next, xfr);
     (outcome.warnings).extend(zone_files::serials_left_behind(&current, &next));
