@@ -1291,3 +1291,46 @@ fn a_zone_signed_here_is_not_warned_of_a_missing_chain() {
         server.log()
     );
 }
+
+/// An origin that leaves no room for NSEC3's hash label is refused by
+/// check-config under an NSEC3 policy, as its signing would fail at every
+/// load (black-box finding DH-2: check-config said OK, the zone was never
+/// served); under NSEC it is fine.
+#[test]
+fn check_config_refuses_an_origin_too_long_for_nsec3() {
+    let dir = tempfile::tempdir().unwrap();
+    // 3 x 64 + 29 + 1 = 222 octets fit; one more label octet does not.
+    for (last, nsec3_fits) in [(28, true), (29, false)] {
+        let origin = format!("{0}.{0}.{0}.{1}", "a".repeat(63), "b".repeat(last));
+        let file = dir.path().join("long.zone");
+        std::fs::write(
+            &file,
+            format!(
+                "$ORIGIN {origin}.\n@ 300 SOA ns hm 1 2 3 4 5\n@ 300 NS ns\nns 300 A 192.0.2.1\n"
+            ),
+        )
+        .unwrap();
+        for (denial, fits) in [("nsec3", nsec3_fits), ("nsec", true)] {
+            let path = dir.path().join("heron.toml");
+            let text = format!(
+                "[server]\nlisten = [\"127.0.0.1:1\"]\n[[dnssec-policy]]\nname = \"p\"\ndenial = \"{denial}\"\n\
+                 [[zone]]\norigin = \"{origin}\"\nfile = \"{}\"\ndnssec-policy = \"p\"\n\
+                 key-directory = \"{}\"\n",
+                file.display(),
+                dir.path().join("keys").display()
+            );
+            std::fs::write(&path, text).unwrap();
+            let out = Command::new(heron())
+                .arg("check-config")
+                .arg(&path)
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.success(), fits, "{denial} {last}: {said}");
+            if !fits {
+                assert!(said.contains("too long for NSEC3"), "{said}");
+            }
+        }
+    }
+}

@@ -373,6 +373,24 @@ pub fn zone_signing(
     })))
 }
 
+/// A zone signed with NSEC3 whose name leaves no room for the hash label
+/// (1 + 32 octets) within 255: its signing would fail at every load, the
+/// zone never served; refused here, for check-config to say it too
+/// (black-box finding DH-2).
+pub fn check_nsec3_room(
+    origin: &heron_proto::Name,
+    signing: Option<&Signing>,
+) -> Result<(), String> {
+    let nsec3 = signing.is_some_and(|s| matches!(s.policy.denial, Denial::Nsec3 { .. }));
+    let len = origin.as_wire().len();
+    match nsec3 && 1 + 32 + len > 255 {
+        true => Err(format!(
+            "zone {origin}: its name ({len} octets) is too long for NSEC3, whose owner names add a              33-octet hash label (255 at most): sign it with a policy of denial = \"nsec\""
+        )),
+        false => Ok(()),
+    }
+}
+
 /// What the error of a zone whose keys are still to be imported says:
 /// `heron import` writes such zones with the import as a step to do.
 pub const NO_IMPORTED_KEY: &str = "holds no imported";

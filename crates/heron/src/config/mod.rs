@@ -1028,6 +1028,7 @@ fn zone_entry(
     let dir = entry.key_directory.as_deref();
     spec.signing = dnssec::zone_signing(policy, dir, policies_by_name, base)?;
     dnssec::check_imported_keys(&spec.origin, spec.signing.as_deref())?;
+    dnssec::check_nsec3_room(&spec.origin, spec.signing.as_deref())?;
     settings.policy.update = update_settings(&entry.update_options(), &spec, keys)?;
     Ok((spec, settings))
 }
