@@ -189,11 +189,21 @@ pub fn bind_std(path: &Path) -> Result<std::os::unix::net::UnixListener, String>
             .map_err(|e| format!("control socket {shown}: cannot remove the stale one: {e}"))?;
     }
     let staged = Staging::create(path).map_err(|e| format!("control socket {shown}: {e}"))?;
-    let listener = staged
-        .bind()
-        .and_then(|listener| staged.publish().map(|()| listener))
-        .map_err(|e| format!("control socket {shown}: {e}"))?;
-    Ok(listener)
+    let listener = (staged.bind()).map_err(|e| format!("control socket {shown}: {e}"))?;
+    match staged.publish() {
+        Ok(()) => Ok(listener),
+        // Two servers started at once: the other linked its socket,
+        // listening already, after the look above.
+        Err(e)
+            if e.kind() == io::ErrorKind::AlreadyExists
+                && std::os::unix::net::UnixStream::connect(path).is_ok() =>
+        {
+            Err(format!(
+                "control socket {shown}: another server answers on it"
+            ))
+        }
+        Err(e) => Err(format!("control socket {shown}: {e}")),
+    }
 }
 
 /// A socket made owner-only before anyone else can reach it: bound in a
