@@ -662,10 +662,11 @@ fn in_file(mut loaded: Result<Loaded, Vec<Problem>>, path: &Path) -> Result<Load
 /// Zone files from this size on are read on every core.
 const PARALLEL_TEXT: usize = 4 << 20;
 
-/// Reads a zone file's text in pieces, one thread each, into `builder`;
-/// false (and `builder` untouched) when it cannot be cut (see
-/// `zonefile::split`), or a piece has errors, which a reading of the
-/// whole file then reports as they are.
+/// Reads a zone file's text in pieces into `builder`: the first on this
+/// thread, straight into `builder`, each other on a thread of its own
+/// and appended after. False (and `builder` as new) when the text cannot
+/// be cut (see `zonefile::split`), or a piece has errors, which a reading
+/// of the whole file then reports as they are.
 fn read_in_pieces(
     text: &[u8],
     path: &Path,
@@ -676,12 +677,16 @@ fn read_in_pieces(
     let Some(pieces) = zonefile::split(text, &opts.origin, opts.default_ttl, threads) else {
         return false;
     };
-    let ends = pieces.iter().skip(1).map(|p| p.start).chain([text.len()]);
-    let read: Vec<_> = std::thread::scope(|scope| {
-        let handles: Vec<_> = pieces
-            .iter()
-            .zip(ends)
-            .map(|(piece, end)| {
+    let ends: Vec<usize> = pieces
+        .iter()
+        .skip(1)
+        .map(|p| p.start)
+        .chain([text.len()])
+        .collect();
+    let (first_errors, others) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (pieces.iter().zip(&ends))
+            .skip(1)
+            .map(|(piece, &end)| {
                 let mut part = builder.sibling();
                 scope.spawn(move || {
                     part.reserve_for_text(end - piece.start);
@@ -692,15 +697,21 @@ fn read_in_pieces(
                 })
             })
             .collect();
-        handles
-            .into_iter()
+        builder.reserve_for_text(ends[0]);
+        let first = (&pieces[0], ends[0]);
+        let errors = zonefile::read_piece(text, first, path, opts, &mut |rec| builder.add(rec));
+        let others: Vec<_> = (handles.into_iter())
             .map(|h| h.join().expect("a piece reader"))
-            .collect()
+            .collect();
+        (errors, others)
     });
-    if read.iter().any(|(_, errors)| !errors.is_empty()) {
+    if !first_errors.is_empty() || others.iter().any(|(_, errors)| !errors.is_empty()) {
+        *builder = builder.sibling();
         return false;
     }
-    read.into_iter().for_each(|(part, _)| builder.append(part));
+    others
+        .into_iter()
+        .for_each(|(part, _)| builder.append(part));
     true
 }
 

@@ -4,7 +4,8 @@
 //! needs from the text before it: the `$ORIGIN` and `$TTL` in force and
 //! the line number. One quick pass finds such places: it follows quotes,
 //! escapes, comments and parentheses (RFC 1035 5.1) without making tokens,
-//! and reads the directives with the real lexer. A place qualifies when it
+//! and reads the directives with the real lexer. It stops at the last
+//! cut; after it, only lines that start with `$` are looked at. A place qualifies when it
 //! is outside parentheses, its line names an owner (a blank-led line would
 //! need the previous owner), and a `$TTL` is in force (without one an
 //! entry's TTL defaults to the previous entry's, which only reading that
@@ -65,6 +66,9 @@ pub(crate) fn split(
                 line: scan.line,
                 ..state.clone()
             });
+            if found.len() == pieces {
+                return only_piece_directives(&text[scan.pos..]).then_some(found);
+            }
         }
         if at_entry && text[scan.pos] == b'$' {
             scan.directive(&mut state)?;
@@ -73,6 +77,21 @@ pub(crate) fn split(
         }
     }
     (found.len() > 1).then_some(found)
+}
+
+/// Whether every directive after the last cut is one the last piece's
+/// reader follows by itself (`$ORIGIN`, `$TTL`), so the pass can stop at
+/// that cut. A line that only looks like a directive (inside quotes or
+/// parentheses) keeps the file whole, which is merely slower.
+fn only_piece_directives(rest: &[u8]) -> bool {
+    memchr::memmem::find_iter(rest, b"\n$").all(|at| {
+        let line = &rest[at + 2..];
+        let word_end = (line.iter())
+            .position(|b| b.is_ascii_whitespace() || matches!(b, b';' | b'('))
+            .unwrap_or(line.len());
+        let word = &line[..word_end];
+        word.eq_ignore_ascii_case(b"ORIGIN") || word.eq_ignore_ascii_case(b"TTL")
+    })
 }
 
 /// Whether a line starting with this octet names its owner.
@@ -228,6 +247,27 @@ mod tests {
         let generate = format!("$TTL 60\n{lines}$GENERATE 1-2 g$ A 192.0.2.$\n{lines}");
         assert_eq!(pieces(&generate, 2), None);
         assert_eq!(pieces(&format!("$TTL bad\n{lines}"), 2), None);
+    }
+
+    #[test]
+    fn directives_after_the_last_cut_are_still_seen() {
+        let lines: String = (0..100).map(|i| format!("a{i} A 192.0.2.1\n")).collect();
+        let near_end =
+            |directive: &str| format!("$TTL 60\n{lines}{lines}{directive}\nz A 192.0.2.9\n");
+        for stops in [
+            "$INCLUDE other.zone",
+            "$generate 1-2 g$ A 192.0.2.$",
+            "$UNKNOWN x",
+        ] {
+            assert_eq!(pieces(&near_end(stops), 2), None, "{stops}");
+        }
+        for follows in ["$origin sub", "$TTL 1h", "$TTL\t1h ; a comment"] {
+            let got = pieces(&near_end(follows), 2).map(|p| p.len());
+            assert_eq!(got, Some(2), "{follows}");
+        }
+        // Only looks like one (in quotes): the file is read whole.
+        let quoted = format!("$TTL 60\n{lines}{lines}q TXT \"a\n$INCLUDE x\"\n");
+        assert_eq!(pieces(&quoted, 2), None);
     }
 
     #[test]
