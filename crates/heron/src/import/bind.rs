@@ -12,7 +12,7 @@ use super::model::{
     key_import_advice, signing_advice, without_all,
 };
 use super::signing::{BIND_DURATIONS, PolicyBuilder};
-use super::source::{ImportError, Loc, resolve};
+use super::source::{ImportError, Loc, resolve, zone_file_includes};
 
 /// Lists named within lists (an `acl` naming another, a primaries list
 /// naming another).
@@ -1171,28 +1171,13 @@ impl<'a> Interpreter<'a> {
     /// BT-2: another file was served, and nothing said so). Only the
     /// file's own lines are read, a bounded number of octets.
     fn relative_includes(&mut self, s: &'a Statement, origin: &str, file: &Path) {
-        const READ_AT_MOST: u64 = 64 << 20;
-        let Ok(opened) = std::fs::File::open(file) else {
-            return;
-        };
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(
-            &mut std::io::Read::take(opened, READ_AT_MOST),
-            &mut text,
-        );
         let folder = file.parent().unwrap_or(Path::new("."));
-        for line in text.lines() {
-            let mut words = line.split_whitespace();
-            let is_include = words
-                .next()
-                .is_some_and(|w| w.eq_ignore_ascii_case("$INCLUDE"));
-            let Some(included) = words.next().filter(|_| is_include).map(Path::new) else {
-                continue;
-            };
+        for included in zone_file_includes(file) {
+            let included = Path::new(&included);
             let (bind, heron) = (self.directory.join(included), folder.join(included));
             // The old server's zone data: never written over by the
             // import's output (black-box finding BT-10).
-            self.out.sources.files.extend([bind.clone(), heron.clone()]);
+            self.out.zone_data.extend([bind.clone(), heron.clone()]);
             if included.is_absolute() || bind == heron {
                 continue;
             }
@@ -1233,6 +1218,10 @@ impl<'a> Interpreter<'a> {
                 self.primary_format(s, origin);
             }
             "slave" | "secondary" => {
+                // BIND writes what it transfers there; Heron keeps its own.
+                if let Some(file) = s.child("file").and_then(|f| f.arg(1)) {
+                    self.out.zone_data.push(resolve(&self.directory, file));
+                }
                 let list = s.child("primaries").or_else(|| s.child("masters"));
                 zone.primaries = list.map(|l| self.peers(l, 53, 0)).unwrap_or_default();
                 if zone.primaries.is_empty() {
@@ -1778,11 +1767,7 @@ mod tests {
         // BT-10: what the zone files include is the old server's, never
         // the import's output.
         let included = dir.path().join("inc/x.inc");
-        assert!(
-            got.sources.files.contains(&included),
-            "{:?}",
-            got.sources.files
-        );
+        assert!(got.zone_data.contains(&included), "{:?}", got.zone_data);
     }
 
     #[test]

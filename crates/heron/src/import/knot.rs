@@ -13,7 +13,7 @@ use super::model::{
     without_denied,
 };
 use super::signing;
-use super::source::{ImportError, Loc, resolve};
+use super::source::{ImportError, Loc, resolve, zone_file_includes};
 
 /// Reads `path` and everything it includes.
 pub fn parse(path: &Path) -> Result<Imported, ImportError> {
@@ -222,6 +222,24 @@ impl Interpreter {
         }
         Ok(peers)
     }
+}
+
+/// Knot's zone file for the zone `item` configures: `file` (default
+/// `%s.zone`) in `storage`, its placeholders filled in as Knot fills
+/// them; false when one is unknown to Heron (left as written).
+fn knot_zone_path(item: &Item, origin: &str) -> (PathBuf, bool) {
+    let name = if origin == "." {
+        "root".to_string()
+    } else {
+        origin.to_ascii_lowercase()
+    };
+    let template = item.value("file").unwrap_or("%s.zone");
+    let (file, known) = match knot_file_name(template, &name) {
+        Some(file) => (file, true),
+        None => (template.replace("%s", &name), false),
+    };
+    let storage = item.value("storage").unwrap_or("/var/lib/knot");
+    (resolve(Path::new(storage), &file), known)
 }
 
 /// A Knot zone `file` template filled in for the zone `name` (lower
@@ -951,7 +969,17 @@ impl Interpreter {
         if zone.catalog_generate {
             zone.primaries.clear();
         } else if zone.primaries.is_empty() {
-            zone.file = Some(self.zone_file(&item, &zone.origin));
+            let file = self.zone_file(&item, &zone.origin);
+            // Knot, as Heron, finds a relative `$INCLUDE` from the
+            // including file's folder.
+            let folder = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+            let included = zone_file_includes(&file).into_iter();
+            (self.out.zone_data).extend(included.map(|path| resolve(&folder, &path)));
+            zone.file = Some(file);
+        } else {
+            // Knot writes what it transferred there (zonefile-sync).
+            let (file, _) = knot_zone_path(&item, &zone.origin);
+            self.out.zone_data.push(file);
         }
         self.out.zones.push(zone);
         Ok(())
@@ -1067,24 +1095,14 @@ impl Interpreter {
     /// placeholders filled in as Knot fills them; one Heron does not know
     /// is left as written, with a line.
     fn zone_file(&mut self, item: &Item, origin: &str) -> PathBuf {
-        let name = if origin == "." {
-            "root".to_string()
-        } else {
-            origin.to_ascii_lowercase()
-        };
-        let template = item.value("file").unwrap_or("%s.zone");
-        let file = match knot_file_name(template, &name) {
-            Some(file) => file,
-            None => {
-                let loc = item.get("file").map_or(&item.loc, |f| &f.loc);
-                let setting = format!("zone {origin}: file: {template}");
-                let advice = "a placeholder Heron does not fill in: write the zone's file by hand";
-                self.out.untranslated(loc, setting, advice);
-                template.replace("%s", &name)
-            }
-        };
-        let storage = item.value("storage").unwrap_or("/var/lib/knot");
-        let path = resolve(Path::new(storage), &file);
+        let (path, known) = knot_zone_path(item, origin);
+        if !known {
+            let template = item.value("file").unwrap_or_default();
+            let loc = item.get("file").map_or(&item.loc, |f| &f.loc);
+            let setting = format!("zone {origin}: file: {template}");
+            let advice = "a placeholder Heron does not fill in: write the zone's file by hand";
+            self.out.untranslated(loc, setting, advice);
+        }
         if path.is_relative() {
             self.relative_storage(item);
         }

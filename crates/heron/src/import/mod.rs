@@ -336,7 +336,8 @@ fn loads_once_keys_are_imported(output: &Path, err: &mut dyn Write) -> std::io::
 }
 
 /// What `--output` is, when it is the old server's: its configuration,
-/// a file it includes, a zone file, or its TLS certificate or key, by
+/// a file it includes, a zone file (a secondary's, a file a zone file
+/// includes), or its TLS certificate or key, by
 /// any name (a symbolic or a hard link too), or a file an include
 /// pattern reads (`include: nsd.conf.d/*.conf`: the old server,
 /// restarted, would read heron.toml). Never written, `--force` or not.
@@ -354,6 +355,7 @@ fn old_servers_at_output(options: &Options, imported: &Imported) -> Option<Strin
     let tls = imported.tls.iter().flat_map(|t| [&t.certificate, &t.key]);
     std::iter::once(options.file.as_path())
         .chain(imported.sources.files.iter().map(PathBuf::as_path))
+        .chain(imported.zone_data.iter().map(PathBuf::as_path))
         .chain(zones)
         .chain(tls.map(PathBuf::as_path))
         .find(|source| identity(source) == Some(output))
@@ -710,6 +712,77 @@ mod tests {
         let (code, said) = run(&dir.path().join("heron.toml"));
         assert_eq!(code, std::process::ExitCode::SUCCESS, "{said}");
         assert!(said.contains("chgrp heron"), "{said}");
+    }
+
+    /// DL-1: the old server's zone data is never written over either, by
+    /// any of the three importers: a file a zone file `$INCLUDE`s, and a
+    /// secondary zone's file, which the old server writes.
+    #[test]
+    fn zone_data_the_zone_files_include_and_secondaries_files_are_never_written_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        let zone = "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\n$INCLUDE sub/hosts.inc\n";
+        let configs = [
+            (
+                From::Nsd,
+                format!(
+                    "server:\n zonesdir: {d}\nzone:\n name: a.test\n zonefile: a.test.zone\n\
+                     zone:\n name: s.test\n zonefile: s.test.zone\n request-xfr: 127.0.0.9 NOKEY\n"
+                ),
+            ),
+            (
+                From::Knot,
+                format!(
+                    "template:\n  - id: default\n    storage: {d}\n    file: \"%s.zone\"\n\
+                     remote:\n  - id: p\n    address: 127.0.0.9\n\
+                     zone:\n  - domain: a.test\n  - domain: s.test\n    master: p\n"
+                ),
+            ),
+            (
+                From::Bind,
+                format!(
+                    "options {{ directory \"{d}\"; }};\n\
+                     zone \"a.test\" {{ type primary; file \"a.test.zone\"; }};\n\
+                     zone \"s.test\" {{ type secondary; file \"s.test.zone\"; primaries {{ 127.0.0.9; }}; }};\n"
+                ),
+            ),
+        ];
+        for (from, text) in configs {
+            let conf = write_files(
+                dir.path(),
+                &[
+                    ("old.conf", &text),
+                    ("a.test.zone", zone),
+                    ("sub/hosts.inc", "www A 192.0.2.1\n"),
+                    ("s.test.zone", "transferred\n"),
+                ],
+            );
+            for kept in ["sub/hosts.inc", "s.test.zone"] {
+                let output = dir.path().join(kept);
+                let options = super::Options {
+                    from,
+                    file: conf.clone(),
+                    output: output.clone(),
+                    force: true,
+                    listen: Vec::new(),
+                    tls_listen: Vec::new(),
+                };
+                let mut err = Vec::new();
+                let code = super::run_to(&options, &mut err).unwrap();
+                let said = String::from_utf8(err).unwrap();
+                assert_eq!(
+                    code,
+                    std::process::ExitCode::FAILURE,
+                    "{from:?} {kept}: {said}"
+                );
+                assert!(said.contains("which the old server reads"), "{said}");
+                let left = std::fs::read_to_string(&output).unwrap();
+                assert!(
+                    !left.contains("heron import"),
+                    "{from:?} {kept} written over"
+                );
+            }
+        }
     }
 
     /// A setting every zone inherits is listed once, not once per zone;

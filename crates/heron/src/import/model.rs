@@ -396,6 +396,11 @@ pub struct Imported {
     /// Every file of the old server's configuration that was read (its
     /// includes too): never written over.
     pub sources: Sources,
+    /// The old server's zone data besides the zone files Heron serves:
+    /// what those files `$INCLUDE` (where the old server finds it and
+    /// where Heron does), and secondary zones' files, which the old
+    /// server writes. Never written over either.
+    pub zone_data: Vec<PathBuf>,
 }
 
 impl Imported {

@@ -12,7 +12,7 @@ use super::model::{
     CatalogConsumer, Imported, Peer, Prefix, Rrl, Rule, TlsListener, TsigKey, Zone, parse_at_port,
     range_prefixes, without_denied,
 };
-use super::source::{ImportError, Loc, Reader, resolve};
+use super::source::{ImportError, Loc, Reader, resolve, zone_file_includes};
 
 /// One `keyword: values` of the file.
 #[derive(Clone, Debug)]
@@ -796,10 +796,50 @@ impl Interpreter {
                 );
                 return Ok(());
             };
-            zone.file = Some(self.zone_file(&file, &zone.origin));
+            let file = self.zone_file(&file, &zone.origin);
+            self.relative_includes(&section.loc, &origin, &file);
+            zone.file = Some(file);
+        } else if let Some(file) = file {
+            // NSD writes what it transferred or made there.
+            let file = self.zone_file(&file, &zone.origin);
+            self.out.zone_data.push(file);
         }
         self.out.zones.push(zone);
         Ok(())
+    }
+
+    /// Keeps the files the zone file `file` includes among the old
+    /// server's zone data, and says each relative `$INCLUDE` that Heron
+    /// finds elsewhere than NSD: NSD looks from `zonesdir` (its working
+    /// folder), Heron from the including file's folder.
+    fn relative_includes(&mut self, loc: &Loc, origin: &str, file: &Path) {
+        let folder = file.parent().unwrap_or(Path::new("."));
+        for included in zone_file_includes(file) {
+            let (nsd, heron) = (
+                resolve(&self.zonesdir(), &included),
+                resolve(folder, &included),
+            );
+            self.out.zone_data.extend([nsd.clone(), heron.clone()]);
+            if nsd == heron {
+                continue;
+            }
+            self.out.step_to_do(
+                loc,
+                format!("zone: {origin}: $INCLUDE {included}"),
+                format!(
+                    "NSD reads {} (from zonesdir), Heron {} (from the zone file's folder): make \
+                     the path absolute in {}",
+                    nsd.display(),
+                    heron.display(),
+                    file.display()
+                ),
+            );
+        }
+    }
+
+    /// `zonesdir`, NSD's working folder (default /etc/nsd).
+    fn zonesdir(&self) -> PathBuf {
+        (self.zonesdir.clone()).unwrap_or_else(|| PathBuf::from("/etc/nsd"))
     }
 
     /// NSD's zone file name: `%s` and friends expanded, relative to
@@ -822,11 +862,7 @@ impl Interpreter {
             .replace("%z", &from_top(0))
             .replace("%y", &from_top(1))
             .replace("%x", &from_top(2));
-        let base = self
-            .zonesdir
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("/etc/nsd"));
-        resolve(&base, &expanded)
+        resolve(&self.zonesdir(), &expanded)
     }
 
     fn request_xfr(&mut self, s: &Setting, zone: &mut Zone) -> Result<(), ImportError> {
@@ -1084,10 +1120,49 @@ fn ip_spec(spec: &str) -> Result<Vec<Prefix>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::model::NoteKind;
+    use crate::import::model::{Note, NoteKind};
     use crate::import::testutil::{Rng, mutate, write_files};
 
     const SECRET: &str = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0";
+
+    /// DL-6: a relative `$INCLUDE` NSD finds from zonesdir and Heron from
+    /// the zone file's folder is a step to do, with both paths; one both
+    /// find alike is not.
+    #[test]
+    fn a_relative_include_found_elsewhere_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let conf = format!(
+            "server:\n zonesdir: {d}\n\
+             zone:\n name: deep.test\n zonefile: sub/deep.test.zone\n\
+             zone:\n name: top.test\n zonefile: top.test.zone\n"
+        );
+        let path = write_files(
+            dir.path(),
+            &[
+                ("nsd.conf", &conf),
+                ("sub/deep.test.zone", "$TTL 60\n$INCLUDE sub/hosts.inc\n"),
+                (
+                    "top.test.zone",
+                    "$INCLUDE sub/hosts.inc\n$include /abs/y.inc\n",
+                ),
+            ],
+        );
+        let got = parse(&path).unwrap();
+        let said: Vec<&Note> = (got.notes.iter())
+            .filter(|n| n.setting.contains("$INCLUDE"))
+            .collect();
+        assert_eq!(said.len(), 1, "{:?}", got.notes);
+        assert_eq!(said[0].setting, "zone: deep.test: $INCLUDE sub/hosts.inc");
+        assert_eq!(said[0].kind, NoteKind::ToDo);
+        let nsd = dir.path().join("sub/hosts.inc");
+        assert!(
+            said[0].advice.contains(&nsd.display().to_string()),
+            "{}",
+            said[0].advice
+        );
+        assert!(got.zone_data.contains(&nsd), "{:?}", got.zone_data);
+    }
 
     fn conf() -> String {
         format!(

@@ -313,6 +313,29 @@ fn match_class(p: &[char], pi: usize, c: char) -> Option<usize> {
     (hit != negate).then_some(i + 1)
 }
 
+/// The files the zone file at `file` names in `$INCLUDE` lines, as
+/// written; none when it cannot be read. Only the file's own lines are
+/// read, a bounded number of octets (an include's includes are not).
+pub fn zone_file_includes(file: &Path) -> Vec<String> {
+    const READ_AT_MOST: u64 = 64 << 20;
+    let Ok(opened) = std::fs::File::open(file) else {
+        return Vec::new();
+    };
+    let mut text = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::io::Read::take(opened, READ_AT_MOST), &mut text);
+    let text = String::from_utf8_lossy(&text);
+    let included = text.lines().filter_map(|line| {
+        let mut words = line.split_whitespace();
+        let directive = words.next()?;
+        directive
+            .eq_ignore_ascii_case("$INCLUDE")
+            .then(|| words.next())?
+    });
+    included
+        .map(|path| path.trim_matches('"').to_string())
+        .collect()
+}
+
 /// `path` as written, taken from `base` when relative.
 pub fn resolve(base: &Path, path: &str) -> PathBuf {
     let path = Path::new(path);
