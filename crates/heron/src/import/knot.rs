@@ -15,6 +15,10 @@ use super::model::{
 use super::signing;
 use super::source::{ImportError, Loc, resolve, zone_file_includes};
 
+/// `mod-rrl`'s `slip` when not set: every limited answer goes out
+/// truncated.
+const KNOT_DEFAULT_SLIP: u32 = 1;
+
 /// Reads `path` and everything it includes.
 pub fn parse(path: &Path) -> Result<Imported, ImportError> {
     let (sections, files) = parse_file(path)?;
@@ -1191,7 +1195,8 @@ impl Interpreter {
         true
     }
 
-    /// One `[rrl]` for the server, from the `mod-rrl` the zones use.
+    /// One `[rrl]` for the server, from the `mod-rrl` the zones use (the
+    /// prefix lengths Knot groups by, /24 and /56, are Heron's defaults).
     fn rrl_result(&mut self) {
         let mut users: Vec<(String, usize)> = self
             .rrl_users
@@ -1208,7 +1213,9 @@ impl Interpreter {
         let number = |key: &str| module.value(key).and_then(|v| v.parse::<u32>().ok());
         let mut rrl = Rrl {
             responses_per_second: number("rate-limit"),
-            slip: number("slip"),
+            // Knot's default slip is 1 (every limited answer truncated),
+            // Heron's 2 (black-box finding DL-2).
+            slip: number("slip").or(Some(KNOT_DEFAULT_SLIP)),
             ..Rrl::default()
         };
         if let Some(f) = module.get("whitelist") {
@@ -2022,6 +2029,10 @@ mod tests {
         let got = parse(&write_files(dir.path(), &[("knot.conf", text)])).unwrap();
         let rrl = got.rrl.expect("[rrl] written");
         assert_eq!((rrl.responses_per_second, rrl.slip), (Some(20), Some(3)));
+        // DL-2: without `slip`, Knot's default (1), not Heron's (2).
+        let text = text.replace("    slip: 3\n", "");
+        let got = parse(&write_files(dir.path(), &[("knot.conf", &text)])).unwrap();
+        assert_eq!(got.rrl.expect("[rrl] written").slip, Some(1));
         let said: Vec<&str> = got.notes.iter().map(|n| n.setting.as_str()).collect();
         assert!(
             !said.iter().any(|s| s.contains("global-module")),
