@@ -653,11 +653,12 @@ impl Interpreter<'_> {
 
     /// `primaries`, `also-notify`: addresses with port, key and tls, or
     /// names of primaries lists. `port` after the statement's name is
-    /// the list's default.
-    fn peers(&mut self, list: &Statement, default_port: u16, depth: usize) -> Vec<Peer> {
+    /// the list's default (`outer`: that of the list naming this one),
+    /// else `options { port }` (or `tls-port` for TLS), as BIND sends.
+    fn peers(&mut self, list: &Statement, outer: Option<u16>, depth: usize) -> Vec<Peer> {
         let port = word_after(&list.words, "port")
             .and_then(|p| p.parse().ok())
-            .unwrap_or(default_port);
+            .or(outer);
         let mut out = Vec::new();
         for e in list.children() {
             let name = e.name();
@@ -682,6 +683,21 @@ impl Interpreter<'_> {
             }
         }
         out
+    }
+
+    /// The port BIND sends to when a peer names none: `options { port }`
+    /// (black-box finding DL-3: NOTIFY and transfers went to 53), or
+    /// over TLS `options { tls-port }`; 53 and 853 by default.
+    fn default_port(&self, tls: bool) -> u16 {
+        let (option, default) = match tls {
+            true => ("tls-port", 853),
+            false => ("port", 53),
+        };
+        let set = self
+            .options
+            .and_then(|o| o.child(option))
+            .and_then(|p| p.arg(1));
+        set.and_then(|p| p.parse().ok()).unwrap_or(default)
     }
 
     /// The key of the most specific `server` prefix holding `ip`, if
@@ -732,10 +748,12 @@ impl Interpreter<'_> {
         Some(host.map_or_else(|| ip.to_string(), str::to_string))
     }
 
-    fn peer(&mut self, e: &Statement, ip: IpAddr, port: u16) -> Peer {
+    fn peer(&mut self, e: &Statement, ip: IpAddr, list_port: Option<u16>) -> Peer {
+        let tls = word_after(&e.words, "tls");
         let port = word_after(&e.words, "port")
             .and_then(|p| p.parse().ok())
-            .unwrap_or(port);
+            .or(list_port)
+            .unwrap_or_else(|| self.default_port(tls.is_some()));
         let named = word_after(&e.words, "key")
             .map(str::to_string)
             .or_else(|| self.server_key(ip));
@@ -750,11 +768,8 @@ impl Interpreter<'_> {
             }
         });
         let mut peer = Peer::plain(SocketAddr::new(ip, port), key);
-        if let Some(tls) = word_after(&e.words, "tls") {
+        if let Some(tls) = tls {
             peer.tls = Some(self.client_tls(e, tls, ip));
-            if word_after(&e.words, "port").is_none() && port == 53 {
-                peer.addr.set_port(853);
-            }
         }
         for extra in ["source", "source-v6", "dscp"] {
             if word_after(&e.words, extra).is_some() {
@@ -1022,7 +1037,7 @@ impl<'a> Interpreter<'a> {
             Some("no" | "primary-only" | "master-only")
         );
         let notify = match also.filter(|_| notifies) {
-            Some(list) => self.peers(list, 53, 0),
+            Some(list) => self.peers(list, None, 0),
             None => Vec::new(),
         };
         (allow_transfer, notify)
@@ -1145,7 +1160,7 @@ impl<'a> Interpreter<'a> {
             .copied();
         match catalog {
             Some(defaults) if !zone.primaries.is_empty() => {
-                let member_primaries = defaults.map(|d| self.peers(d, 53, 0)).unwrap_or_default();
+                let member_primaries = defaults.map(|d| self.peers(d, None, 0)).unwrap_or_default();
                 let (member_allow_transfer, member_notify) = self.member_access();
                 self.out.catalogs.push(CatalogConsumer {
                     zone: zone.origin,
@@ -1223,7 +1238,7 @@ impl<'a> Interpreter<'a> {
                     self.out.zone_data.push(resolve(&self.directory, file));
                 }
                 let list = s.child("primaries").or_else(|| s.child("masters"));
-                zone.primaries = list.map(|l| self.peers(l, 53, 0)).unwrap_or_default();
+                zone.primaries = list.map(|l| self.peers(l, None, 0)).unwrap_or_default();
                 if zone.primaries.is_empty() {
                     self.out.untranslated(
                         s.loc(),
@@ -1293,7 +1308,7 @@ impl<'a> Interpreter<'a> {
             return;
         }
         if let Some(list) = self.inherited(s, "also-notify") {
-            zone.notify = self.peers(list, 53, 0);
+            zone.notify = self.peers(list, None, 0);
         }
         if notify == "yes" || primaries_only {
             let loc = setting.map_or_else(|| self.root.clone(), |n| n.loc().clone());
@@ -2279,6 +2294,42 @@ options {{ blackhole {{ {list} }}; }};
             );
             assert!(err.message.contains(needle), "{text:?}: {err}");
         }
+    }
+
+    /// DL-3: `options { port }` is where BIND sends NOTIFY and asks
+    /// primaries that name no port (and `tls-port` over TLS); a port of
+    /// the entry or of its list still wins.
+    #[test]
+    fn the_options_port_is_the_peers_port_where_they_name_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "options { port 47289; tls-port 8853; listen-on { 127.0.0.1; };\n\
+                    \x20 notify explicit; also-notify { 127.0.0.9; 127.0.0.10 port 5300; }; };\n\
+                    zone \"s.test\" { type secondary; primaries { 127.0.0.8; 127.0.0.7 tls ephemeral; }; };\n\
+                    zone \"t.test\" { type secondary; primaries port 5301 { 127.0.0.6; }; };\n\
+                    zone \"p.test\" { type primary; file \"p.zone\"; };\n";
+        let got = parse(&write_files(dir.path(), &[("named.conf", text)])).unwrap();
+        assert_eq!(
+            got.listen[0],
+            "127.0.0.1:47289".parse::<SocketAddr>().unwrap()
+        );
+        let peers = |origin: &str, notify: bool| -> Vec<String> {
+            let zone = got.zones.iter().find(|z| z.origin == origin).unwrap();
+            let list = if notify {
+                &zone.notify
+            } else {
+                &zone.primaries
+            };
+            list.iter().map(Peer::heron).collect()
+        };
+        assert_eq!(
+            peers("s.test", false),
+            ["127.0.0.8:47289", "127.0.0.7:8853 tls"]
+        );
+        assert_eq!(peers("t.test", false), ["127.0.0.6:5301"]);
+        assert_eq!(
+            peers("p.test", true),
+            ["127.0.0.9:47289", "127.0.0.10:5300"]
+        );
     }
 
     #[test]
