@@ -697,17 +697,22 @@ fn the_startup_notify_comes_once_transfers_are_taken() {
 }
 
 /// A reload reads again a zone file whose `$INCLUDE`d file changed,
-/// though the file itself did not (its stamp alone said "unchanged").
+/// though the file itself did not (its stamp alone said "unchanged"),
+/// and a file that file includes; with nothing changed, it is not read
+/// again, nor said re-read (black-box finding DL-5).
 #[test]
 fn a_reload_sees_an_edit_of_an_included_file() {
     let dir = tempfile::tempdir().unwrap();
     let (file, included) = (dir.path().join("inc.zone"), dir.path().join("hosts.inc"));
+    let deeper = dir.path().join("sub/more.inc");
     std::fs::write(
         &file,
         "$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n$INCLUDE hosts.inc\n",
     )
     .unwrap();
-    std::fs::write(&included, "www A 192.0.2.10\n").unwrap();
+    std::fs::write(&included, "www A 192.0.2.10\n$INCLUDE \"sub/more.inc\"\n").unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(&deeper, "more A 192.0.2.30\n").unwrap();
     let socket = dir.path().join("ctl.sock");
     let (f, s) = (file.clone(), socket.clone());
     let server = ServerProcess::heron_with_config(&heron(), "inc.test", move |port| {
@@ -721,24 +726,31 @@ fn a_reload_sees_an_edit_of_an_included_file() {
     let www = || answer(server.addr(), "www.inc.test", RType::A);
     assert_eq!(www().len(), 1);
     assert!(www()[0].contains("192.0.2.10"), "{:?}", www());
-    std::fs::write(&included, "www A 192.0.2.20\n").unwrap();
-    let out = Command::new(heron())
-        .args(["ctl", "--control"])
-        .arg(&socket)
-        .arg("reload")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let reload = || {
+        let out = Command::new(heron())
+            .args(["ctl", "--control"])
+            .arg(&socket)
+            .arg("reload")
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{said}");
+        said
+    };
+    std::fs::write(&included, "www A 192.0.2.20\n$INCLUDE \"sub/more.inc\"\n").unwrap();
+    assert!(reload().contains("1 zones re-read"));
     assert!(
         www()[0].contains("192.0.2.20"),
         "{:?}\n{}",
         www(),
         server.log()
     );
+    let said = reload();
+    assert!(said.contains("0 zones re-read, 1 unchanged"), "{said}");
+    std::fs::write(&deeper, "more A 192.0.2.31\n").unwrap();
+    assert!(reload().contains("1 zones re-read"));
+    let more = answer(server.addr(), "more.inc.test", RType::A);
+    assert!(more[0].contains("192.0.2.31"), "{more:?}");
 }
 
 /// A secondary that goes away in the middle of an AXFR leaves a warning

@@ -29,9 +29,91 @@ pub(crate) struct Stamp {
     modified: SystemTime,
     len: u64,
     inode: u64,
-    /// The file has `$INCLUDE`s, whose changes its stamp does not show:
-    /// a reload reads it again whatever the stamp says.
-    includes: bool,
+    /// The files it `$INCLUDE`s, whose changes its own stamp does not show.
+    includes: Includes,
+}
+
+/// What a zone file includes, as a reload looks at it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Includes {
+    None,
+    /// A digest of the included files' names and stamps (theirs too):
+    /// the file is read again only when one of them changed (black-box
+    /// finding DL-5: every reload re-read it and said it changed).
+    Stamps(u64),
+    /// One could not be looked at (or too many, too deep): read again at
+    /// every reload.
+    Unknown,
+}
+
+/// Most files a zone file's includes are followed through, and how deep,
+/// to stamp them; past either a reload reads the file again every time.
+const MAX_INCLUDES_STAMPED: usize = 64;
+const MAX_INCLUDE_DEPTH_STAMPED: usize = 8;
+
+impl Includes {
+    /// What the zone file at `path`, whose text is `text`, includes now.
+    fn of(path: &Path, text: &[u8]) -> Includes {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher, Hash, Hasher};
+        if !has_include(text) {
+            return Includes::None;
+        }
+        let mut hasher = BuildHasherDefault::<DefaultHasher>::default().build_hasher();
+        let mut count = 0;
+        match stamp_includes(path, text, 0, &mut count, &mut |file, stamp| {
+            (file, stamp.modified, stamp.len, stamp.inode).hash(&mut hasher)
+        }) {
+            Some(()) => Includes::Stamps(hasher.finish()),
+            None => Includes::Unknown,
+        }
+    }
+}
+
+/// Calls `seen` with each file the zone file at `path` (text `text`)
+/// includes, found as the reader finds it (from the including file's
+/// folder), and with its stamp, then with theirs; None when one cannot
+/// be looked at or there are too many.
+fn stamp_includes(
+    path: &Path,
+    text: &[u8],
+    depth: usize,
+    count: &mut usize,
+    seen: &mut dyn FnMut(&Path, Stamp),
+) -> Option<()> {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    for line in text.split(|&b| b == b'\n') {
+        let Some(name) = included_name(line) else {
+            continue;
+        };
+        *count += 1;
+        if *count > MAX_INCLUDES_STAMPED || depth >= MAX_INCLUDE_DEPTH_STAMPED {
+            return None;
+        }
+        let file = folder.join(name);
+        seen(&file, Stamp::of(&file)?);
+        let included = std::fs::read(&file).ok()?;
+        if has_include(&included) {
+            stamp_includes(&file, &included, depth + 1, count, seen)?;
+        }
+    }
+    Some(())
+}
+
+/// The file name of an `$INCLUDE` line (quotes taken off), if `line` is
+/// one.
+fn included_name(line: &[u8]) -> Option<&std::ffi::OsStr> {
+    use std::os::unix::ffi::OsStrExt;
+    let directive = line.get(..8)?;
+    let rest = line.get(8..)?;
+    if !directive.eq_ignore_ascii_case(b"$include") || !rest.first()?.is_ascii_whitespace() {
+        return None;
+    }
+    let rest = rest.trim_ascii_start();
+    let name = match rest.strip_prefix(b"\"") {
+        Some(quoted) => &quoted[..quoted.iter().position(|&b| b == b'"')?],
+        None => rest.split(|b| b.is_ascii_whitespace()).next()?,
+    };
+    (!name.is_empty()).then(|| std::ffi::OsStr::from_bytes(name))
 }
 
 impl Stamp {
@@ -45,14 +127,37 @@ impl Stamp {
             modified: meta.modified().ok()?,
             len: meta.len(),
             inode: meta.ino(),
-            includes: false,
+            includes: Includes::None,
         })
     }
 
     /// Whether a reload may skip the file loaded with this stamp: it is
-    /// as it was, and includes no other file.
+    /// as it was, and so is every file it includes.
     fn unchanged_at(self, path: &Path) -> bool {
-        !self.includes && Stamp::of(path) == Some(self)
+        let Some(now) = Stamp::of(path) else {
+            return false;
+        };
+        let as_it_was = Stamp {
+            includes: self.includes,
+            ..now
+        } == self;
+        as_it_was
+            && match self.includes {
+                Includes::None => true,
+                Includes::Unknown => false,
+                Includes::Stamps(_) => {
+                    let text = std::fs::read(path).unwrap_or_default();
+                    Includes::of(path, &text) == self.includes
+                }
+            }
+    }
+
+    /// This stamp, with what the file's text `text` includes.
+    fn with_includes(self, path: &Path, text: &[u8]) -> Stamp {
+        Stamp {
+            includes: Includes::of(path, text),
+            ..self
+        }
     }
 }
 
@@ -1214,6 +1319,10 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
     progress
         .opened
         .fetch_add(file.text.len() as u64, Ordering::Relaxed);
+    // Stamped before they are read: an include edited during the load
+    // is read again at the next reload.
+    let stamp = Stamp::from_metadata(&file.metadata)
+        .map(|stamp| stamp.with_includes(&spec.file, &file.text));
     // A signed zone's text is read afresh: the version served holds the
     // signer's records, which the text does not.
     // Its unsigned version is never served, so it is built without what
@@ -1225,10 +1334,6 @@ fn load_one(spec: &ZoneSpec, previous: Option<&Arc<Zone>>, progress: &LoadProgre
     };
     // The text goes before any signing: a signed zone's peak holds the
     // zone, unsigned and signed, and no more.
-    let stamp = Stamp::from_metadata(&file.metadata).map(|stamp| Stamp {
-        includes: has_include(&file.text),
-        ..stamp
-    });
     if spec.signing.is_some() && result.is_ok() {
         note_known_text(&spec.file, &file.text);
     }
@@ -1426,7 +1531,8 @@ fn hold_served(
 ) -> Held {
     use crate::plan::signing::{keys_moved, last_signed_under, sign_loaded};
     let file = read_text(spec)?;
-    let stamp = Stamp::from_metadata(&file.metadata);
+    let stamp = Stamp::from_metadata(&file.metadata)
+        .map(|stamp| stamp.with_includes(&spec.file, &file.text));
     let loaded = load_zone_text_to_sign(&file.text, &spec.file, &spec.origin, None)
         .map_err(errors_said_apart)?;
     // The server's own write-back, older than updates since: no edit.
@@ -1646,6 +1752,56 @@ mod tests {
         );
         let why = files.last_error(&spec.origin).unwrap();
         assert!(why.contains("error:") && why.contains(":4:"), "{why}");
+    }
+
+    /// `$INCLUDE` lines as the reader takes them; anything else (a
+    /// longer word, no name, an unclosed quote, not at the line's start)
+    /// is none.
+    #[test]
+    fn include_lines_give_their_file_names() {
+        let name =
+            |line: &str| included_name(line.as_bytes()).map(|n| n.to_str().unwrap().to_string());
+        assert_eq!(name("$INCLUDE hosts.inc").as_deref(), Some("hosts.inc"));
+        assert_eq!(
+            name("$include\tsub/a.inc sub.z.test. ; c").as_deref(),
+            Some("sub/a.inc")
+        );
+        assert_eq!(
+            name("$INCLUDE \"with space.inc\" o.").as_deref(),
+            Some("with space.inc")
+        );
+        for not in [
+            "$INCLUDEX a",
+            "$INCLUDE",
+            "$INCLUDE   ",
+            "$INCLUDE \"open",
+            " $INCLUDE a",
+            "a TXT \"$INCLUDE b\"",
+        ] {
+            assert_eq!(name(not), None, "{not}");
+        }
+    }
+
+    /// A file whose include cannot be looked at, or that includes itself,
+    /// is read again at every reload; one with none has nothing to stamp.
+    #[test]
+    fn includes_that_cannot_be_stamped_are_read_every_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("z.zone");
+        assert_eq!(Includes::of(&path, b"a A 192.0.2.1\n"), Includes::None);
+        assert_eq!(
+            Includes::of(&path, b"$INCLUDE gone.inc\n"),
+            Includes::Unknown
+        );
+        std::fs::write(dir.path().join("loop.inc"), "$INCLUDE loop.inc\n").unwrap();
+        assert_eq!(
+            Includes::of(&path, b"$INCLUDE loop.inc\n"),
+            Includes::Unknown
+        );
+        std::fs::write(dir.path().join("a.inc"), "a A 192.0.2.1\n").unwrap();
+        let stamped = Includes::of(&path, b"$INCLUDE a.inc\n");
+        assert!(matches!(stamped, Includes::Stamps(_)));
+        assert_eq!(Includes::of(&path, b"$INCLUDE a.inc\n"), stamped);
     }
 
     #[test]
