@@ -17,7 +17,7 @@
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::Arc;
 
-use heron_proto::Rcode;
+use heron_proto::{Opcode, RType, Rcode};
 
 use heron_proto::message::Query;
 use heron_zone::Transport::Udp;
@@ -98,14 +98,13 @@ pub struct Pending {
     /// What the engine said of its answer beyond the header, which RRL
     /// keys it by (default for a response the cookie layer wrote).
     summary: Summary,
-    /// Whether the query-log layer has seen it (a refused or deferred
-    /// query, which RRL does not limit).
+    /// Whether the query-log layer has seen it (a deferred query that
+    /// RRL does not limit).
     tapped: bool,
 }
 
 impl Pending {
     const DONE_DROP: Pending = Pending::done(false);
-    const DONE_SEND: Pending = Pending::done(true);
 
     /// A datagram whose fate is settled before RRL.
     const fn done(send: bool) -> Pending {
@@ -117,6 +116,27 @@ impl Pending {
             tapped: true,
         }
     }
+
+    /// An error response the layers before RRL wrote, to send if RRL lets
+    /// it: the refusal of a query the ACLs deny, NOTIMP to AXFR over UDP
+    /// (black-box finding DM-2: neither was limited, and with an NSID a
+    /// refusal was eight times the query).
+    const fn limited_error(send: bool) -> Pending {
+        Pending {
+            send,
+            limitable: send,
+            charge: None,
+            summary: Summary::PLAIN,
+            tapped: false,
+        }
+    }
+}
+
+/// An AXFR with no TSIG: over UDP its refusal (NOTIMP) is an error RRL
+/// limits, as it limits any; the other deferred requests (signed, NOTIFY,
+/// UPDATE, IXFR) it does not.
+fn is_unsigned_axfr(q: &Query) -> bool {
+    q.qtype == RType::AXFR && q.tsig.is_none() && q.header.opcode() == Opcode::QUERY
 }
 
 /// What a worker's batch is answered with; made once per batch.
@@ -251,17 +271,22 @@ impl<'a> Layers<'a> {
         }
         match layers {
             Plain::Blackholed => Pending::DONE_DROP,
-            Plain::Refused => {
-                self.tap(query, || peer.address(), response, true);
-                Pending::DONE_SEND
-            }
+            Plain::Refused => Pending::limited_error(true),
             Plain::Deferred => {
                 let q = prepared.query(i);
                 if !q.has_question() {
                     return self.question_less(q, query, peer.address(), response);
                 }
                 let (address, to) = (peer.address(), peer.destination());
-                Pending::done(self.deferred(q, query, (address, to), response, events))
+                let sent = self.deferred(q, query, (address, to), response, events);
+                match (sent, is_unsigned_axfr(q)) {
+                    (Some(sent), true) => Pending::limited_error(sent),
+                    (Some(sent), false) => {
+                        self.tap(query, || peer.address(), response, sent);
+                        Pending::done(sent)
+                    }
+                    (None, _) => Pending::DONE_DROP,
+                }
             }
             Plain::Answered {
                 send,
@@ -364,8 +389,10 @@ impl<'a> Layers<'a> {
         }
     }
 
-    /// TSIG, NOTIFY, IXFR: the processor's other layers, which need the
-    /// peer and the time. Not rate limited.
+    /// TSIG, NOTIFY, IXFR (not rate limited), AXFR: the processor's other
+    /// layers, which need the peer and the time. Whether a response is to
+    /// be sent, for the query log; None: handled, nothing to log here (an
+    /// UPDATE the update task answers and logs, or no peer address).
     #[inline(never)]
     fn deferred(
         &self,
@@ -374,10 +401,8 @@ impl<'a> Layers<'a> {
         (address, to): (Option<SocketAddr>, heron_sys::udp::Destination),
         response: &mut Vec<u8>,
         events: &mut Vec<Event>,
-    ) -> bool {
-        let Some(address) = address else {
-            return false;
-        };
+    ) -> Option<bool> {
+        let address = address?;
         let processor = &self.service.processor;
         // Our address and the batch's time: an UPDATE is logged to
         // dnstap by the update task, from the request.
@@ -393,7 +418,7 @@ impl<'a> Layers<'a> {
                 Some(socket) => {
                     let reply = Reply::Datagram(socket.clone(), to);
                     self.service.submit_update(request, reply);
-                    return false;
+                    return None;
                 }
                 None => {
                     *response = request.response(Rcode::NOTIMP, unix_now());
@@ -402,9 +427,7 @@ impl<'a> Layers<'a> {
             },
             other => other,
         };
-        let sent = matches!(outcome, Outcome::Response);
-        self.tap(query, || Some(address), response, sent);
-        sent
+        Some(matches!(outcome, Outcome::Response))
     }
 
     /// The query-log layer for an exchange whose response was `sent` or

@@ -507,3 +507,31 @@ fn question_less_cookie_queries_are_rate_limited_as_errors() {
     assert_dropped_past(rate, &server, "127.0.0.5", &query, ("server cookie", 0));
     assert!(ask_once(server.addr(), "127.0.0.6"));
 }
+
+/// A refusal of a query the ACLs deny, and NOTIMP to an AXFR over UDP,
+/// are errors as RRL limits them (black-box finding DM-2: both were sent
+/// to every query of a flood, and with an NSID a refusal was eight times
+/// the query). A client the ACLs let in is still answered.
+#[test]
+fn refusals_by_acl_and_axfr_over_udp_are_rate_limited_as_errors() {
+    let rate = 5;
+    let server = start(&format!(
+        "allow-query = [\"127.0.0.1\", \"127.0.0.6\", \"127.0.0.8\"]\nnsid = \"{}\"\n\
+         [rrl]\nresponses-per-second = 1000\nerrors-per-second = {rate}\nslip = 1\n\
+         ipv4-prefix-length = 32\n",
+        "n".repeat(200)
+    ));
+    let www = build_query(
+        &"www.edge.test.".parse().unwrap(),
+        RType::A,
+        &QueryOpts::default(),
+    );
+    assert_dropped_past(rate, &server, "127.0.0.7", &www, ("REFUSED", 5));
+    let axfr = build_query(
+        &"edge.test.".parse().unwrap(),
+        RType::AXFR,
+        &QueryOpts::default(),
+    );
+    assert_dropped_past(rate, &server, "127.0.0.8", &axfr, ("NOTIMP", 4));
+    assert!(ask_once(server.addr(), "127.0.0.6"));
+}
