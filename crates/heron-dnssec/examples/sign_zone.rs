@@ -2,8 +2,8 @@
 //! `sign_zone ORIGIN IN OUT [13|15] [nsec|nsec3|optout] [IN2]`. For
 //! checking the signer with other tools (`dnssec-verify`,
 //! `ldns-verify-zone`) and timing it (`docs/benchmarks/signing.md`), as
-//! an offline signer: `sign_zone_to_text` writes each batch's lines as it
-//! signs them (the server builds the signed zone it serves from the same
+//! an offline signer: `load_and_sign_to_text` writes each batch's lines as
+//! it signs them (the server builds the signed zone it serves from the same
 //! batches, `sign_zone_after`). With IN2, a new
 //! version of the zone, IN2 is then signed as the server signs a reload
 //! (the signatures over RRsets that did not change kept) and that is what
@@ -15,7 +15,9 @@ use std::sync::{Mutex, mpsc};
 use std::time::Instant;
 
 use heron_dnssec::keys::{Algorithm, KeyRole, SigningKey};
-use heron_dnssec::sign::{Denial, SignConfig, Signed, ZoneKey, sign_zone_after, sign_zone_to_text};
+use heron_dnssec::sign::{
+    Denial, SignConfig, SignError, Signed, ZoneKey, load_and_sign_to_text, sign_zone_after,
+};
 use heron_proto::{Name, RType};
 use heron_zone::Zone;
 use heron_zone::zone::{LineWriter, Node};
@@ -76,11 +78,16 @@ fn main() {
         // A whole signing, written as it is made: what `kzonesign` and
         // the other offline signers are timed doing.
         let started = (Instant::now(), cpu_seconds());
-        let loaded = heron_zone::load_zone_file_to_sign(std::path::Path::new(&args[2]), &origin)
-            .unwrap_or_else(|p| panic!("{p:?}"));
         let mut out = std::io::BufWriter::new(std::fs::File::create(&args[3]).expect("OUT"));
+        let load = || {
+            let loaded =
+                heron_zone::load_zone_file_to_sign(std::path::Path::new(&args[2]), &origin);
+            loaded
+                .map(|l| l.zone)
+                .map_err(|p| SignError(format!("{p:?}")))
+        };
         let now = heron_proto::time::unix_now();
-        let written = sign_zone_to_text(&loaded.zone, &keys, &config, now, &mut out);
+        let written = load_and_sign_to_text(load, &keys, &config, now, &mut out);
         let written = written.expect("signed");
         eprintln!(
             "{}: load+sign+write {:.3} s wall {:.2} s CPU: signatures {} records {}",

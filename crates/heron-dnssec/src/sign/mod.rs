@@ -22,7 +22,7 @@ pub use reuse::refresh_due;
 pub use rrsig::{
     Place, SigHeader, Validity, labels_field, seconds_until, sig_time, write_canonical_rrset,
 };
-pub use text::{SignedText, sign_zone_to_text};
+pub use text::{SignedText, load_and_sign_to_text, sign_zone_to_text};
 
 use std::borrow::{Borrow, Cow};
 use std::fmt;

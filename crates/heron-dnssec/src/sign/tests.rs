@@ -956,7 +956,7 @@ fn a_zone_signed_to_text_in_many_batches_comes_out_whole_and_in_order() {
         let batches = entries.div_ceil(entries_per_batch(entries));
         assert!(batches > 8, "{batches} batches");
         let mut out = Vec::new();
-        text::sign_to_text_with(&z, (&keys, &cfg, NOW), &mut out, 1).unwrap();
+        text::sign_to_text_with(|| Ok(&z), (&keys, &cfg, NOW), &mut out, 1).unwrap();
         let out = String::from_utf8(out).unwrap();
         let fields = |l: &str| l.split(' ').map(String::from).collect::<Vec<_>>();
         let is_chain = |f: &[String]| f[3] == "NSEC3" || (f[3] == "RRSIG" && f[4] == "NSEC3");
@@ -978,6 +978,34 @@ fn a_zone_signed_to_text_in_many_batches_comes_out_whole_and_in_order() {
         let built = sign_zone(&z, &keys, &cfg, NOW).unwrap();
         assert_eq!(lines, built_lines(&built.zone), "{denial:?}");
     }
+}
+
+/// Signing a zone as it loads writes what signing it loaded writes; a
+/// load that fails is the error, nothing written.
+#[test]
+fn a_zone_signed_as_it_loads_is_written_as_if_loaded_first() {
+    let keys = csk(Algorithm::Ed25519);
+    let cfg = config(Denial::Nsec);
+    let mut before = Vec::new();
+    sign_zone_to_text(&text_zone(), &keys, &cfg, NOW, &mut before).unwrap();
+    let mut out = Vec::new();
+    let written = load_and_sign_to_text(|| Ok(text_zone()), &keys, &cfg, NOW, &mut out).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(before).unwrap()
+    );
+    assert_eq!(
+        written.records,
+        sign_zone(&text_zone(), &keys, &cfg, NOW)
+            .unwrap()
+            .zone
+            .record_count()
+    );
+    let mut out = Vec::new();
+    let failed = || Err(SignError("z.zone:3: bad TTL".into()));
+    let e = load_and_sign_to_text(failed, &keys, &cfg, NOW, &mut out).unwrap_err();
+    assert_eq!(e.0, "z.zone:3: bad TTL");
+    assert!(out.is_empty());
 }
 
 /// A writer that fails: the signing stops with the error, no panic.
