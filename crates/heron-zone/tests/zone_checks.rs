@@ -102,6 +102,16 @@ fn names_below_a_dname_are_warned_about() {
     assert_eq!(line_of(p), HEAD.lines().count() as u32 + 1, "{p}");
     let fine = problems("dn DNAME target.example.\ndn A 192.0.2.3\nx.other A 192.0.2.4\n").unwrap();
     assert!(fine.is_empty(), "{fine:?}");
+    // At the apex too (black-box finding DK-2): every other name is below.
+    let text = "$ORIGIN example.test.\n$TTL 300\n@ SOA ns.other. h 1 2 3 4 5\n\
+                @ NS ns.other.\n@ DNAME other.example.\nx A 192.0.2.9\n";
+    let apex = load_zone_str(text, "checks.zone", &origin()).unwrap();
+    let p = one(&apex.warnings, Severity::Warning);
+    assert!(
+        p.message
+            .starts_with("example.test.: DNAME with names below it"),
+        "{p}"
+    );
 }
 
 /// BIND refuses a zone with a DS at its apex and NSD hides it; such a

@@ -451,7 +451,7 @@ impl ZoneBuilder {
         let parent_len = owner.len() - owner.first().map_or(0, |&l| 1 + l as usize);
         let deep = parent_len > self.origin.wire_len();
         let names_target = kind == DATA && matches!(rtype, RType::NS | RType::MX | RType::SRV);
-        self.inner_dnames |= rtype == RType::DNAME && parent_len >= self.origin.wire_len();
+        self.inner_dnames |= rtype == RType::DNAME;
         debug_assert!(from.0 < NAMES_TARGET, "file indexes stay below the flags");
         let hash = self.hasher.hash_one(lower.as_wire());
         let group = shard_of(hash, self.logs.len());
@@ -1668,9 +1668,9 @@ fn dname_location(entry: &Entry, files: &[Arc<Path>]) -> Option<Location> {
     })
 }
 
-/// A warning for each DNAME below the apex with names below it: those are
-/// never served (RFC 6672 2.4; NSD and Knot refuse such a zone, BIND loads
-/// it as Heron does). Looked at in the built zone, whose packing is done;
+/// A warning for each DNAME with names below it, the apex's too (black-box
+/// finding DK-2): those are never served (RFC 6672 2.4; NSD and Knot
+/// refuse such a zone, BIND loads it as Heron does). Looked at in the built zone, whose packing is done;
 /// each with the DNAME's owner, lower-cased, to find its line by.
 fn occluding_dnames(zone: &Zone) -> Vec<(Vec<u8>, Problem)> {
     let apex = zone.origin().as_wire();
@@ -1679,7 +1679,13 @@ fn occluding_dnames(zone: &Zone) -> Vec<(Vec<u8>, Problem)> {
     for node in zone.nodes().filter(|n| n.has_dname()) {
         lower.set(node.owner_wire());
         lower.make_lowercase();
-        if lower.as_wire() == apex || !zone.has_children(lower.as_wire()) {
+        // Children are counted below the apex only: every other node is
+        // the apex's.
+        let below = match lower.as_wire() == apex {
+            true => zone.node_count() > 1,
+            false => zone.has_children(lower.as_wire()),
+        };
+        if !below {
             continue;
         }
         let message = format!(
