@@ -659,6 +659,16 @@ impl Interpreter {
             "rrl-whitelist-ratelimit" | "rrl-size" => {
                 "Heron has one rate per kind of answer and sizes its table per worker ([rrl] table-size)"
             }
+            // Black-box finding DL-7: these were said to have no
+            // equivalent.
+            "answer-cookie" => {
+                "Heron answers DNS cookies unless [cookies] enabled = false (NSD 4.6 only with \
+                 answer-cookie: yes)"
+            }
+            "cookie-secret" | "cookie-secret-file" => {
+                "set [cookies] secret (the same 32 hexadecimal digits) for servers that share \
+                 cookies; without it Heron makes a random one at each start"
+            }
             "tls-cert-bundle" => "set [secondary] tls-ca for primaries reached over TLS",
             "outgoing-interface" => "set [xfr] source",
             "refuse-any" => {
@@ -1124,6 +1134,23 @@ mod tests {
     use crate::import::testutil::{Rng, mutate, write_files};
 
     const SECRET: &str = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0";
+
+    /// DL-7: NSD's cookie settings point to `[cookies]`, not "no Heron
+    /// equivalent" (the secret is left out when the notes are printed).
+    #[test]
+    fn cookie_settings_point_to_cookies() {
+        let dir = tempfile::tempdir().unwrap();
+        let text =
+            "server:\n answer-cookie: yes\n cookie-secret: \"0123456789abcdef0123456789abcdef\"\n";
+        let got = parse(&write_files(dir.path(), &[("nsd.conf", text)])).unwrap();
+        let said: Vec<&Note> = (got.notes.iter())
+            .filter(|n| n.setting.contains("cookie"))
+            .collect();
+        assert_eq!(said.len(), 2, "{:?}", got.notes);
+        for note in said {
+            assert!(note.advice.contains("[cookies]"), "{note:?}");
+        }
+    }
 
     /// DL-6: a relative `$INCLUDE` NSD finds from zonesdir and Heron from
     /// the zone file's folder is a step to do, with both paths; one both
