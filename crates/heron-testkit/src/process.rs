@@ -358,11 +358,40 @@ impl ServerProcess {
         origin: &str,
         make_config: impl Fn(u16) -> String,
     ) -> ServerProcess {
+        Self::heron_config_under(binary, origin, None, make_config)
+    }
+
+    /// [`ServerProcess::heron_with_config`] under an open-files limit of
+    /// `open_files` (soft and hard: `ulimit -n`, the shell then replaced
+    /// by the server).
+    pub fn heron_with_open_files(
+        binary: &Path,
+        origin: &str,
+        open_files: u64,
+        make_config: impl Fn(u16) -> String,
+    ) -> ServerProcess {
+        Self::heron_config_under(binary, origin, Some(open_files), make_config)
+    }
+
+    fn heron_config_under(
+        binary: &Path,
+        origin: &str,
+        open_files: Option<u64>,
+        make_config: impl Fn(u16) -> String,
+    ) -> ServerProcess {
         let zones = [(format!("{}.", origin.trim_end_matches('.')), PathBuf::new())];
         Self::start_with_retries(ServerKind::Heron, &zones, |dir, port| {
             let path = dir.join("heron.toml");
             write(&path, &make_config(port));
-            let mut cmd = Command::new(binary);
+            let mut cmd = match open_files {
+                None => Command::new(binary),
+                Some(limit) => {
+                    let mut shell = Command::new("sh");
+                    let script = format!("ulimit -n {limit} && exec \"$0\" \"$@\"");
+                    shell.arg("-c").arg(script).arg(binary);
+                    shell
+                }
+            };
             cmd.arg("serve").arg("--config").arg(&path);
             cmd
         })

@@ -96,21 +96,24 @@ fn hold_hangups_while_starting() {
 
 /// What the settings ask of the process before anything is read: the
 /// largest zone file loaded, the open files its connections need.
-fn process_limits(settings: &Settings) {
+fn process_limits(settings: &mut Settings) {
     heron_zone::zonefile::set_max_load_size(settings.max_zone_file_size);
-    raise_open_files(settings.server.tcp.max_connections);
+    let tcp = &mut settings.server.tcp;
+    tcp.max_connections = raise_open_files(tcp.max_connections);
 }
 
 /// The soft open-files limit raised to what `[tcp] max-connections`
 /// needs, up to the hard limit (as any process may): started from a shell
 /// at 1024, the server reached it at a tenth of the connections it was
 /// set for, and the kernel refused the rest before any idle one was shed
-/// (black-box finding CC-2). A hard limit short of it is said.
-fn raise_open_files(max_connections: usize) {
+/// (black-box finding CC-2). A hard limit short of it is said, and the
+/// connections served lowered to what it leaves (see
+/// [`connections_within`]). The connections to serve come back.
+fn raise_open_files(max_connections: usize) -> usize {
     let want = max_connections as u64 + crate::doctor::RESERVED_FILES;
     let (soft, hard) = heron_sys::process::open_files_limit();
     let Some(soft) = soft.filter(|&soft| soft < want) else {
-        return; // unlimited, or enough
+        return max_connections; // unlimited, or enough
     };
     let target = hard.map_or(want, |hard| hard.min(want));
     if target > soft {
@@ -124,11 +127,26 @@ fn raise_open_files(max_connections: usize) {
         }
     }
     let now = heron_sys::process::open_files_limit().0.unwrap_or(u64::MAX);
-    if now < want {
-        tracing::warn!(
-            "the open-files limit is {now}, below the {want} that [tcp] max-connections = {max_connections} needs: past it the kernel refuses new connections before idle ones are shed; raise it (LimitNOFILE= in the unit, ulimit -n) or lower max-connections (heron doctor)"
-        );
+    if now >= want {
+        return max_connections;
     }
+    let served = connections_within(max_connections, now);
+    tracing::warn!(
+        "the open-files limit is {now}, below the {want} that [tcp] max-connections = {max_connections} needs: {served} connections at most are served, so that idle ones are shed before the kernel refuses new ones and the control socket, zone files and transfers keep descriptors; raise it (LimitNOFILE= in the unit, ulimit -n) or lower max-connections (heron doctor)"
+    );
+    served
+}
+
+/// The TCP and TLS connections served under an open-files limit of
+/// `limit`, below what `max_connections` needs: what is left after the
+/// descriptors kept for the rest (`RESERVED_FILES`, or half the limit
+/// when that is less), at least one. All of them went to a flood of idle
+/// connections, and `heron ctl` could not connect until they timed out
+/// (black-box finding DM-3).
+fn connections_within(max_connections: usize, limit: u64) -> usize {
+    let kept = crate::doctor::RESERVED_FILES.min(limit / 2);
+    let left = usize::try_from(limit - kept).unwrap_or(usize::MAX);
+    left.clamp(1, max_connections.max(1))
 }
 
 /// Reads the settings, loads the zones and serves them until told to
@@ -259,7 +277,8 @@ fn begin(args: &ServeArgs) -> Result<(Settings, EarlyControl), String> {
     hold_hangups_while_starting();
     let settings = read_settings(args)?;
     let control = EarlyControl::bind(settings.control.as_deref())?;
-    process_limits(&settings);
+    let mut settings = settings;
+    process_limits(&mut settings);
     Ok((settings, control))
 }
 
@@ -1431,5 +1450,22 @@ struct AbortOnDrop(tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::connections_within;
+
+    /// Under an open-files limit short of what `max-connections` needs,
+    /// the connections served leave the rest their descriptors; never
+    /// more than configured, never none.
+    #[test]
+    fn connections_are_lowered_to_what_the_open_files_limit_leaves() {
+        assert_eq!(connections_within(1000, 150), 75);
+        assert_eq!(connections_within(10_000, 4096), 3072);
+        assert_eq!(connections_within(10, 4096), 10);
+        assert_eq!(connections_within(1000, 1), 1);
+        assert_eq!(connections_within(1000, 0), 1);
     }
 }

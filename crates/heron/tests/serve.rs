@@ -501,6 +501,51 @@ fn long_udp_queries_are_read_whole() {
     assert_answers(server.addr());
 }
 
+/// Under an open-files limit short of what `[tcp] max-connections`
+/// needs, the connections served are lowered to what the limit leaves, so
+/// that a flood of idle connections is shed before the kernel refuses
+/// them and the control socket still answers (black-box finding DM-3:
+/// `heron ctl` timed out until the idle connections did).
+#[test]
+fn a_low_open_files_limit_leaves_the_control_socket_working_through_a_flood() {
+    let zone = data(EDGE);
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("ctl.sock");
+    let s = socket.clone();
+    let server = ServerProcess::heron_with_open_files(&heron(), "edge.test", 200, move |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 1\ncontrol = \"{}\"\n\
+             [tcp]\nmax-connections = 1000\nmax-connections-per-client = 1000\nidle-timeout = 60\n\
+             [[zone]]\norigin = \"edge.test\"\nfile = \"{}\"\n",
+            s.display(),
+            zone.display()
+        )
+    });
+    assert!(
+        server.log().contains("100 connections at most are served"),
+        "{}",
+        server.log()
+    );
+    let flood: Vec<TcpStream> = (0..250)
+        .filter_map(|_| TcpStream::connect(server.addr()).ok())
+        .collect();
+    assert!(flood.len() > 200, "{} connected", flood.len());
+    let status = Command::new(heron())
+        .args(["ctl", "--timeout", "5", "--control"])
+        .arg(&socket)
+        .arg("status")
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&status.stdout),
+        server.log()
+    );
+    assert_answers(server.addr());
+    drop(flood);
+}
+
 fn limits_server(idle: u64, per_client: usize) -> ServerProcess {
     limits_server_with(idle, per_client, "", "")
 }
