@@ -1482,11 +1482,15 @@ fn doctor_checks_the_kernel_for_the_configured_server() {
     assert!(String::from_utf8_lossy(&status.stderr).contains("heron.toml"));
 }
 
-/// Out of file descriptors, a server keeps answering UDP and the TCP
-/// connections it has, says so once (not twenty times a second), and
-/// accepts the waiting connections once descriptors free up.
+/// Under an open-files limit far below what `max-connections` needs, the
+/// server serves what the limit leaves and sheds idle connections for new
+/// ones instead of running out of descriptors: more connections than it
+/// has descriptors are each answered in turn, UDP is answered throughout,
+/// and no accept fails. (Before black-box finding DM-3 it ran out, said so
+/// once and accepted the waiting connections once descriptors freed; the
+/// back-off and its one warning are unit-tested in heron-server.)
 #[test]
-fn running_out_of_file_descriptors_loses_nothing_already_served() {
+fn a_low_open_files_limit_sheds_idle_connections_instead_of_running_out() {
     let port = heron_testkit::free_port();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let log_path = tempdir("nofile").join("heron.log");
@@ -1507,37 +1511,27 @@ fn running_out_of_file_descriptors_loses_nothing_already_served() {
         eventually(|| try_query_udp(addr, &example).is_ok()),
         "starts"
     );
-    let mut first = TcpStream::connect(addr).unwrap();
-    assert!(
-        answers_on(&mut first, &soa_query()),
-        "a connection before the limit"
-    );
-
-    // More than the server has descriptors left: the rest wait unaccepted.
-    let mut crowd: Vec<TcpStream> = (0..60).map(|_| TcpStream::connect(addr).unwrap()).collect();
     let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
     assert!(
-        eventually(|| log().contains("Too many open files")),
+        log().contains("24 connections at most are served"),
         "{}",
         log()
     );
-    std::thread::sleep(Duration::from_secs(1));
-    let warnings = log().matches("TCP accept failed").count();
-    assert_eq!(warnings, 1, "one warning, not one per retry:\n{}", log());
-    assert!(log().contains("heron doctor"), "says what to do: {}", log());
+    // More than the server has descriptors: each one answered in turn,
+    // the idle ones before it closed to make room.
+    let mut crowd: Vec<TcpStream> = Vec::new();
+    for i in 0..60 {
+        let mut conn = TcpStream::connect(addr).unwrap();
+        assert!(
+            answers_on(&mut conn, &soa_query()),
+            "connection {i}\n{}",
+            log()
+        );
+        crowd.push(conn);
+    }
     let m = parse(&try_query_udp(addr, &example).expect("UDP still answered"));
     assert_eq!((m.rcode(), m.answers.len()), (Rcode::NOERROR, 1));
-    assert!(
-        answers_on(&mut first, &soa_query()),
-        "the open connection is still served"
-    );
-
-    crowd.truncate(0);
-    let mut late = TcpStream::connect(addr).unwrap();
-    assert!(
-        answers_on(&mut late, &soa_query()),
-        "accepted once descriptors are free"
-    );
+    assert!(!log().contains("Too many open files"), "{}", log());
 }
 
 /// A child process killed (and reaped) when the test ends, passed or not.

@@ -303,3 +303,33 @@ pub async fn next_connection(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Out of descriptors, a listener fails its accepts twenty times a
+    /// second: one warning, then the failures counted until the next one
+    /// is due.
+    #[test]
+    fn failed_accepts_are_warned_about_once_an_interval_and_counted() {
+        let mut failures = AcceptFailures::default();
+        let emfile = io::Error::from_raw_os_error(libc::EMFILE);
+        failures.failed(&emfile);
+        assert_eq!(failures.since_warning, 0, "the first is said at once");
+        let said = failures.last_warning.expect("said");
+        for _ in 0..20 {
+            failures.failed(&emfile);
+        }
+        assert_eq!(
+            (failures.since_warning, failures.last_warning),
+            (20, Some(said))
+        );
+        failures.last_warning = said.checked_sub(ACCEPT_WARN_EVERY);
+        failures.failed(&emfile);
+        assert_eq!(
+            failures.since_warning, 0,
+            "due again: said, with the 21 counted"
+        );
+    }
+}
