@@ -479,6 +479,42 @@ fn connections_refused_at_a_limit_are_said_in_a_bounded_log() {
     assert!(said, "{}", server.log());
 }
 
+/// At `max-connections` with two event loops, a newcomer is taken in on
+/// whichever loop the kernel hands it to, and an idle connection on the
+/// other loop is closed for it (black-box finding DM-1: idle connections
+/// held on one loop refused every newcomer of the other; a client picks
+/// the loop by its port). With a limit of two, both idle connections are
+/// on one loop in about half the rounds, and the newcomer on the other in
+/// half of those.
+#[test]
+fn idle_connections_on_another_loop_make_room_for_a_newcomer() {
+    let dir = scratch_dir("shed-across");
+    let zone = wide_zone(dir.path());
+    let server = ServerProcess::heron_with_config(&heron(), "wide.test", |port| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:{port}\"]\nworkers = 2\n\
+             [tcp]\nidle-timeout = 60\nmax-connections = 2\nmax-connections-per-client = 100\n\
+             [[zone]]\norigin = \"wide.test\"\nfile = \"{}\"\n",
+            zone.display()
+        )
+    });
+    for round in 0..30 {
+        // Idle from the start: connected, nothing sent.
+        let idle: Vec<TcpStream> = ["127.0.0.10", "127.0.0.11"]
+            .iter()
+            .map(|source| connect_from(source, server.addr()))
+            .collect();
+        let mut newcomer = connect_from("127.0.0.50", server.addr());
+        let answered = answers_on(&mut newcomer, &soa_query());
+        assert!(answered, "round {round}: refused\n{}", server.log());
+        drop((idle, newcomer));
+        // Closed by the server once it reads their end.
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    let refused = server.log().matches("max-connections reached").count();
+    assert_eq!(refused, 0, "{}", server.log());
+}
+
 /// `count` connections from `source`, and how many of them are answered.
 fn answered_from(source: &str, server: SocketAddr, count: usize) -> (Vec<TcpStream>, usize) {
     let mut conns: Vec<TcpStream> = (0..count).map(|_| connect_from(source, server)).collect();

@@ -93,6 +93,17 @@ impl ConnectionLimiter {
 
     /// A slot for a new connection from `ip`, or the limit reached.
     pub fn admit_or_why(self: &Arc<Self>, ip: IpAddr) -> Result<Slot, Limit> {
+        self.admit_within(ip, self.limits.max_connections)
+    }
+
+    /// [`ConnectionLimiter::admit_or_why`] past the total limit by at most
+    /// `lent` connections: for a newcomer at the limit whose room another
+    /// event loop is asked to make by closing an idle connection.
+    pub(super) fn admit_lent(self: &Arc<Self>, ip: IpAddr, lent: usize) -> Result<Slot, Limit> {
+        self.admit_within(ip, self.limits.max_connections.saturating_add(lent))
+    }
+
+    fn admit_within(self: &Arc<Self>, ip: IpAddr, max_connections: usize) -> Result<Slot, Limit> {
         let client = self.client(ip);
         let mut open = self.open.lock().unwrap();
         // The client's own limit first: a loop makes room at the total
@@ -105,7 +116,7 @@ impl ConnectionLimiter {
         if per_client >= self.limits.max_connections_per_client && !exempt {
             return Err(Limit::PerClient);
         }
-        if open.total >= self.limits.max_connections {
+        if open.total >= max_connections {
             return Err(Limit::Total);
         }
         let counted = match exempt {

@@ -21,10 +21,12 @@
 
 mod conn;
 mod pipe;
+mod shed;
 mod timers;
 
 use conn::*;
 use pipe::*;
+use shed::ShedBoard;
 use timers::*;
 
 use std::io::{Read, Write};
@@ -87,14 +89,25 @@ pub fn start(
         .iter()
         .map(|l| l.local_addr())
         .collect::<io::Result<_>>()?;
-    let (mut threads, mut wakers, mut wakes) = (Vec::new(), Vec::new(), Vec::new());
+    let board = ShedBoard::new(sockets.len());
+    let mut workers = Vec::new();
     for (i, listeners) in sockets.into_iter().enumerate() {
         let listeners = listeners
             .into_iter()
             .zip(listen)
             .map(|(l, spec)| (l, spec.tls.clone()));
-        let worker = Worker::new(listeners.collect(), &service, &limiter, runtime.clone())?;
-        wakers.push(worker.cx.waker.clone());
+        let limits = (limiter.clone(), board.clone(), i);
+        workers.push(Worker::new(
+            listeners.collect(),
+            &service,
+            limits,
+            runtime.clone(),
+        )?);
+    }
+    let wakers: Vec<_> = workers.iter().map(|w| w.cx.waker.clone()).collect();
+    board.set_wakers(wakers.clone());
+    let (mut threads, mut wakes) = (Vec::new(), Vec::new());
+    for (i, worker) in workers.into_iter().enumerate() {
         let woken = Arc::new(AtomicU64::new(0));
         wakes.push(woken.clone());
         let stop = stop.clone();
@@ -227,14 +240,20 @@ struct Worker {
     /// at the limit 400 µs of the loop (black-box finding DD-1).
     held: HashMap<IpAddr, usize>,
     limiter: Arc<ConnectionLimiter>,
+    /// Requests between the loops to make room at the total limit, and
+    /// this loop's place among them.
+    board: Arc<ShedBoard>,
+    index: usize,
     cx: LoopContext,
 }
 
 impl Worker {
+    /// `limits`: the server's limiter, the loops' board and this loop's
+    /// place on it.
     fn new(
         listeners: Vec<(std::net::TcpListener, Option<Arc<rustls::ServerConfig>>)>,
         service: &Arc<Service>,
-        limiter: &Arc<ConnectionLimiter>,
+        (limiter, board, index): (Arc<ConnectionLimiter>, Arc<ShedBoard>, usize),
         runtime: tokio::runtime::Handle,
     ) -> io::Result<Worker> {
         let poll = MioPoll::new()?;
@@ -267,7 +286,9 @@ impl Worker {
             again: Vec::new(),
             piped: Vec::new(),
             held: HashMap::new(),
-            limiter: limiter.clone(),
+            limiter,
+            board,
+            index,
             cx: LoopContext {
                 shared,
                 runtime,
@@ -316,7 +337,10 @@ impl Worker {
     fn handle(&mut self, events: &Events) {
         for event in events {
             match event.token() {
-                WAKER => self.drive_piped(),
+                WAKER => {
+                    self.drive_piped();
+                    self.answer_shed_requests();
+                }
                 Token(i) if i < self.listeners.len() => self.listeners[i].may_accept = true,
                 Token(t) => {
                     let Some(key) = self.key_of(t - self.listeners.len()) else {
@@ -470,6 +494,32 @@ impl Worker {
         true
     }
 
+    /// Closes an idle connection for each newcomer another loop took in
+    /// over the limit, or passes the request on (see `shed.rs`).
+    fn answer_shed_requests(&mut self) {
+        let board = self.board.clone();
+        board.answer(self.index, || self.shed_longest_idle());
+    }
+
+    /// At the total limit with nothing to close on this loop: the newcomer
+    /// `ip` taken in over the limit while the other loops are asked to
+    /// close an idle connection (see `shed.rs`), if a loan is free.
+    fn admit_lent(&mut self, ip: IpAddr) -> Result<Slot, Limit> {
+        if !self.board.try_lend(self.index) {
+            return Err(Limit::Total);
+        }
+        match self.limiter.admit_lent(ip, self.board.lend_limit()) {
+            Ok(slot) => {
+                self.board.ask_after(self.index);
+                Ok(slot)
+            }
+            Err(limit) => {
+                self.board.unlend();
+                Err(limit)
+            }
+        }
+    }
+
     /// At the total limit with no connection idle: closes the one open
     /// the longest of the client holding the most here (every connection
     /// it holds counts, from [`Worker::held`]), if the new client `ip`
@@ -564,6 +614,7 @@ impl Worker {
             {
                 self.limiter.admit_or_why(peer.ip())
             }
+            Err(Limit::Total) => self.admit_lent(peer.ip()),
             admitted => admitted,
         };
         let stats = &self.cx.shared.service.stats;
