@@ -118,7 +118,8 @@ impl Pending {
     }
 
     /// An error response the layers before RRL wrote, to send if RRL lets
-    /// it: the refusal of a query the ACLs deny, NOTIMP to AXFR over UDP
+    /// it: the refusal of a query the ACLs deny, NOTIMP to AXFR over UDP,
+    /// the answer to a question-less query
     /// (black-box finding DM-2: neither was limited, and with an NSID a
     /// refusal was eight times the query).
     const fn limited_error(send: bool) -> Pending {
@@ -379,14 +380,7 @@ impl<'a> Layers<'a> {
         let processor = &self.service.processor;
         let request = udp_request(query, address);
         let outcome = processor.process_parsed(&request, q, response, &mut Vec::new());
-        let send = matches!(outcome, Outcome::Response);
-        Pending {
-            send,
-            limitable: send,
-            charge: None,
-            summary: Summary::PLAIN,
-            tapped: false,
-        }
+        Pending::limited_error(matches!(outcome, Outcome::Response))
     }
 
     /// TSIG, NOTIFY, IXFR (not rate limited), AXFR: the processor's other

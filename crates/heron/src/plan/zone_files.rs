@@ -90,7 +90,10 @@ fn stamp_includes(
             return None;
         }
         let file = folder.join(name);
-        seen(&file, Stamp::of(&file)?);
+        // Only a regular file is read for its own includes: `$INCLUDE
+        // /dev/zero` (which the zone reader refuses) would never end.
+        let meta = std::fs::metadata(&file).ok().filter(|m| m.is_file())?;
+        seen(&file, Stamp::from_metadata(&meta)?);
         let included = std::fs::read(&file).ok()?;
         if has_include(&included) {
             stamp_includes(&file, &included, depth + 1, count, seen)?;
@@ -1791,6 +1794,11 @@ mod tests {
         assert_eq!(Includes::of(&path, b"a A 192.0.2.1\n"), Includes::None);
         assert_eq!(
             Includes::of(&path, b"$INCLUDE gone.inc\n"),
+            Includes::Unknown
+        );
+        // Not a regular file: not read (it would never end), read again.
+        assert_eq!(
+            Includes::of(&path, b"$INCLUDE /dev/zero\n"),
             Includes::Unknown
         );
         std::fs::write(dir.path().join("loop.inc"), "$INCLUDE loop.inc\n").unwrap();
